@@ -1,0 +1,5 @@
+"""``python -m gradlint``."""
+
+from gradlint.cli import main
+
+main()

@@ -1,0 +1,308 @@
+"""Build the training loops of one unit: find events, pick iteration scopes, place events."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from gradlint.model.calls import classify
+from gradlint.model.events import UPDATE_ROLES, Event, Gate, Place, Role, Shape, TrainingLoop
+from gradlint.model.gates import GateTest, read_gate
+from gradlint.model.syntax import dotted, first_arg
+from gradlint.model.unit import UnitModel
+from gradlint.names import Kind
+
+_LOOPS = (cst.For, cst.While)
+_SCOPES_SKIPPED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_MICRO_HEADER = re.compile(r"micro|accum|grad_acc|n_acc|acc_steps", re.I)
+
+
+class _Collector(cst.CSTVisitor):
+    """Collect events, loops, ifs, withs and assignments with their ancestors."""
+
+    def __init__(self, unit: UnitModel) -> None:
+        self.unit = unit
+        self.events: list[Event] = []
+        self.loops: list[cst.CSTNode] = []
+        self.ifs: list[tuple[cst.If, tuple[cst.CSTNode, ...]]] = []
+        self.withs: list[cst.With] = []
+        self.counters: set[str] = set()
+        self._stack: list[cst.CSTNode] = []
+        self._statement: cst.CSTNode | None = None
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, _SCOPES_SKIPPED) and node is not self.unit.root:
+            return False
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self._statement = node
+        if isinstance(node, _LOOPS):
+            self.loops.append(node)
+        elif isinstance(node, cst.If):
+            self.ifs.append((node, tuple(self._stack)))
+        elif isinstance(node, cst.With):
+            self.withs.append(node)
+        elif isinstance(node, cst.Call):
+            self._call(node)
+        elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            self._assignment(node)
+        self._stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self._stack and self._stack[-1] is original_node:
+            self._stack.pop()
+
+    def _add(self, role: Role, node: cst.CSTNode, **details: object) -> None:
+        statement = self._statement or node
+        self.events.append(Event(role, node, statement, ancestors=tuple(self._stack), **details))
+
+    def _call(self, call: cst.Call) -> None:
+        found = classify(call, self.unit.facts)
+        if found is None:
+            return
+        self._add(found.role, call, receiver=found.receiver, kind=found.kind, target=found.target,
+                  loss=found.loss, framework=found.framework, closure=found.closure,
+                  metric=found.metric)
+
+    def _assignment(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
+        line = self.unit.span(node).line
+        if isinstance(node, cst.AugAssign):
+            name = dotted(node.target)
+            if name is None:
+                return
+            self.unit.assignments.setdefault(name, []).append((line, node))
+            if isinstance(node.operator, cst.AddAssign) and isinstance(node.value, cst.Integer):
+                self.counters.add(name)
+                self._add(Role.COUNTER, node, receiver=name)
+            return
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            if _is_grad_reset(target, node.value):
+                self._add(Role.ZERO_GRAD, node, receiver=dotted(target))
+            name = dotted(target)
+            if name is not None and node.value is not None:
+                self.unit.assignments.setdefault(name, []).append((line, node.value))
+
+
+def _is_grad_reset(target: cst.BaseExpression, value: cst.BaseExpression | None) -> bool:
+    """``p.grad = None`` (or ``p.grad = torch.zeros_like(...)``)."""
+    return (
+        isinstance(target, cst.Attribute)
+        and target.attr.value == "grad"
+        and isinstance(value, cst.Name)
+        and value.value == "None"
+    )
+
+
+def build_loops(unit: UnitModel) -> list[TrainingLoop]:
+    """All training loops of ``unit``, with every event placed."""
+    collector = _Collector(unit)
+    unit.root.visit(collector)
+    events = collector.events
+    for order, event in enumerate(events):
+        event.order = order
+        event.span = unit.span(event.node)
+    loops = []
+    for root, micro in _scopes(unit, collector, events):
+        loops.append(_place(unit, collector, root, micro, [e for e in events if e.inside(root)]))
+    return loops
+
+
+def _has(events: list[Event], node: cst.CSTNode, role: Role) -> bool:
+    return any(e.role is role and e.inside(node) and not e.closure for e in events)
+
+
+def _scopes(unit: UnitModel, collector: _Collector, events: list[Event]) -> list[tuple[cst.CSTNode, list]]:
+    """Pick iteration scopes: the innermost loop with both backward and step, else the
+    per-batch function; a loop that looks like a micro-batch loop promotes to its parent."""
+    both = [
+        loop for loop in collector.loops
+        if _has(events, loop, Role.BACKWARD) and _has(events, loop, Role.STEP)
+    ]
+    innermost = [loop for loop in both if not any(o is not loop and _encloses(loop, o, events) for o in both)]
+    scopes: list[tuple[cst.CSTNode, list]] = []
+    for loop in innermost:
+        parent = _parent_loop(loop, collector.loops, events)
+        if _is_micro_header(unit, loop) and (parent is not None or isinstance(unit.root, cst.FunctionDef)):
+            root = parent if parent is not None else unit.root
+            scopes.append((root, [loop]))
+        else:
+            scopes.append((loop, _micro_loops(loop, collector.loops, events)))
+    covered = [root for root, _ in scopes]
+    function = unit.root
+    if isinstance(function, cst.FunctionDef) and not covered:
+        own = [e for e in events if not any(e.inside(loop) for loop in innermost)]
+        if any(e.role is Role.BACKWARD for e in own) and any(e.role is Role.STEP and not e.closure for e in own):
+            scopes.append((function, _micro_loops(function, collector.loops, events)))
+    return scopes
+
+
+def _encloses(outer: cst.CSTNode, inner: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether ``outer`` contains ``inner`` (judged through the events' ancestor chains)."""
+    return any(e.inside(inner) and e.inside(outer) and _index(e, outer) < _index(e, inner) for e in events)
+
+
+def _index(event: Event, node: cst.CSTNode) -> int:
+    return next(i for i, a in enumerate(event.ancestors) if a is node)
+
+
+def _parent_loop(loop: cst.CSTNode, loops: list[cst.CSTNode], events: list[Event]) -> cst.CSTNode | None:
+    for event in events:
+        if event.inside(loop):
+            chain = event.ancestors[: _index(event, loop)]
+            parents = [a for a in chain if isinstance(a, _LOOPS)]
+            return parents[-1] if parents else None
+    return None
+
+
+def _micro_loops(root: cst.CSTNode, loops: list[cst.CSTNode], events: list[Event]) -> list[cst.CSTNode]:
+    """The outermost loops strictly inside ``root`` that hold a backward call."""
+    found: list[cst.CSTNode] = []
+    for event in events:
+        if event.role is not Role.BACKWARD or not event.inside(root):
+            continue
+        chain = event.ancestors[_index(event, root) + 1 :] if root in event.ancestors else event.ancestors
+        inner = next((a for a in chain if isinstance(a, _LOOPS)), None)
+        if inner is not None and not any(inner is f for f in found):
+            found.append(inner)
+    return found
+
+
+def _is_micro_header(unit: UnitModel, loop: cst.CSTNode) -> bool:
+    if not isinstance(loop, cst.For):
+        return False
+    return bool(_MICRO_HEADER.search(unit.code(loop.target)) or _MICRO_HEADER.search(unit.code(loop.iter)))
+
+
+def _place(
+    unit: UnitModel, collector: _Collector, root: cst.CSTNode, micro: list[cst.CSTNode], events: list[Event]
+) -> TrainingLoop:
+    """Decide the shape of one scope and where each of its events runs."""
+    accumulate = [w for w in collector.withs if _is_accumulate(unit, w) and _contains(events, w)]
+    gates = _gates(unit, collector, root, events, bool(accumulate))
+    if accumulate:
+        shape = Shape.ACCELERATE
+    elif gates:
+        shape = Shape.GATED
+    elif micro:
+        shape = Shape.NESTED
+    else:
+        shape = Shape.PLAIN
+    for event in events:
+        event.place = _place_of(event, shape, gates, micro)
+    loop = TrainingLoop(root=root, unit=unit, shape=shape, events=events, gates=gates,
+                        micro_loops=micro, accumulate_blocks=accumulate)
+    loop.factor = _factor(unit, loop)
+    return loop
+
+
+def _place_of(event: Event, shape: Shape, gates: list[Gate], micro: list[cst.CSTNode]) -> Place:
+    for gate in gates:
+        if gate.guard:
+            if _after_guard(event, gate):
+                return Place.BOUNDARY
+        elif gate.update_branch is not None and event.inside(gate.update_branch):
+            return Place.BOUNDARY
+    if any(event.inside(loop) for loop in micro):
+        return Place.MICRO
+    if shape is Shape.PLAIN:
+        return Place.EVERY
+    if shape is Shape.NESTED:
+        return Place.BOUNDARY
+    return Place.MICRO
+
+
+def _after_guard(event: Event, gate: Gate) -> bool:
+    """Events after ``if <not update>: continue`` in the same block run once per update."""
+    return event.span.line > gate.span.end_line and gate.update_branch is not None and event.inside(gate.update_branch)
+
+
+def _contains(events: list[Event], node: cst.CSTNode) -> bool:
+    return any(e.inside(node) for e in events)
+
+
+def _is_accumulate(unit: UnitModel, with_node: cst.With) -> bool:
+    for item in with_node.items:
+        call = item.item
+        if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute):
+            if call.func.attr.value == "accumulate" and unit.facts.kind_of(dotted(call.func.value)) is Kind.ACCELERATOR:
+                return True
+    return False
+
+
+def _gates(
+    unit: UnitModel, collector: _Collector, root: cst.CSTNode, events: list[Event], accelerate: bool
+) -> list[Gate]:
+    """The ``if`` statements inside ``root`` that separate the boundary from the body."""
+    def lookup(name: str) -> cst.BaseExpression | None:
+        values = unit.bound_values(name)
+        return values[-1] if len(values) == 1 and isinstance(values[-1], cst.BaseExpression) else None
+
+    gates: list[Gate] = []
+    for node, ancestors in collector.ifs:
+        if not any(a is root for a in ancestors) and node is not root:
+            continue
+        test = read_gate(node.test, lookup, collector.counters, unit.code)
+        if test is None:
+            continue
+        gate = _gate(unit, node, ancestors, test)
+        if gate is not None and _qualifies(gate, events, accelerate, test):
+            gates.append(gate)
+    return gates
+
+
+def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], test: GateTest) -> Gate | None:
+    span = unit.span(node)
+    head = Gate(node, span, None, counter=test.counter, modulus=test.modulus,
+                count_bound=test.count_bound, offset_one=test.offset_one, final_branch=test.final_branch)
+    if test.update_when:
+        head.update_branch = node.body
+        return head
+    if node.orelse is not None and isinstance(node.orelse, cst.Else):
+        head.update_branch = node.orelse.body
+        return head
+    if _ends_with_continue(node.body):
+        block = next((a for a in reversed(ancestors) if isinstance(a, cst.IndentedBlock)), None)
+        head.update_branch = block
+        head.guard = True
+        return head
+    return None
+
+
+def _ends_with_continue(block: cst.BaseSuite) -> bool:
+    body = block.body
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return isinstance(last.body[-1], cst.Continue)
+    return False
+
+
+def _qualifies(gate: Gate, events: list[Event], accelerate: bool, test: GateTest) -> bool:
+    """A gate must hold an update: the step or zero_grad, or (with a flag test or under
+    Accelerate) any boundary work; a periodic log or LR tweak is not an update gate."""
+    inside = [e for e in events if e.role in UPDATE_ROLES | {Role.COUNTER} and _in_branch(e, gate)]
+    if any(e.role in (Role.STEP, Role.ZERO_GRAD) for e in inside):
+        return True
+    flag_test = test.modulus is None and test.count_bound is None
+    return bool(inside) and (accelerate or flag_test)
+
+
+def _in_branch(event: Event, gate: Gate) -> bool:
+    if gate.update_branch is None:
+        return False
+    if gate.guard:
+        return _after_guard(event, gate)
+    return event.inside(gate.update_branch)
+
+
+def _factor(unit: UnitModel, loop: TrainingLoop) -> cst.BaseExpression | None:
+    gate = loop.primary_gate
+    if gate is not None:
+        return gate.modulus if gate.modulus is not None else gate.count_bound
+    for micro in loop.micro_loops:
+        if isinstance(micro, cst.For) and isinstance(micro.iter, cst.Call) and dotted(micro.iter.func) == "range":
+            args = [a.value for a in micro.iter.args]
+            if len(args) == 1:
+                return args[0]
+    return None

@@ -1,0 +1,95 @@
+"""Classify one call into its role in the update skeleton (or none)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import libcst as cst
+
+from gradlint.model.events import Role
+from gradlint.model.syntax import dotted, first_arg, receiver_text
+from gradlint.names import CLIP_FUNCTIONS, FRAMEWORK_CLIP_METHODS, Kind
+from gradlint.screen import ModuleFacts
+
+_FRAMEWORK_OF = {Kind.ACCELERATOR: "accelerate", Kind.FABRIC: "fabric", Kind.ENGINE: "deepspeed"}
+_STEPPERS = (Kind.OPTIMIZER, Kind.ENGINE, Kind.ENGINE_PART)
+
+
+@dataclass(frozen=True)
+class CallRole:
+    """The role of a call and what it acts on."""
+
+    role: Role
+    receiver: str | None = None
+    kind: Kind | None = None
+    target: str | None = None
+    loss: cst.BaseExpression | None = None
+    framework: str | None = None
+    closure: bool = False
+    metric: bool = False
+
+
+def classify(call: cst.Call, facts: ModuleFacts) -> CallRole | None:
+    """The role of ``call``, judged from its callee, receiver bindings and names."""
+    func = call.func
+    if isinstance(func, cst.Name):
+        return _classify_function(call, func.value, facts)
+    if not isinstance(func, cst.Attribute):
+        return None
+    attr = func.attr.value
+    receiver = receiver_text(func.value)
+    kind = facts.kind_of(receiver)
+    if attr == "backward":
+        return _classify_backward(call, func, receiver, kind, facts)
+    if attr == "manual_backward":
+        return CallRole(Role.BACKWARD, receiver, kind, loss=first_arg(call), framework="lightning")
+    if attr == "step":
+        return _classify_step(call, receiver, kind)
+    if attr == "zero_grad":
+        return CallRole(Role.ZERO_GRAD, receiver, kind)
+    if attr == "unscale_" and kind is Kind.SCALER:
+        return CallRole(Role.UNSCALE, receiver, kind, target=dotted(first_arg(call)))
+    if attr == "update" and kind is Kind.SCALER:
+        return CallRole(Role.SCALER_UPDATE, receiver, kind)
+    if attr in FRAMEWORK_CLIP_METHODS and (kind in _FRAMEWORK_OF or receiver == "self"):
+        framework = _FRAMEWORK_OF.get(kind, "lightning")
+        return CallRole(Role.CLIP, receiver, kind, framework=framework)
+    if attr in CLIP_FUNCTIONS:
+        return _classify_function(call, dotted(func) or attr, facts)
+    if attr == "zero_" and isinstance(func.value, cst.Attribute) and func.value.attr.value == "grad":
+        return CallRole(Role.ZERO_GRAD, receiver)
+    return None
+
+
+def _classify_function(call: cst.Call, name: str, facts: ModuleFacts) -> CallRole | None:
+    qualified = facts.qualified(name)
+    last = qualified.rsplit(".", 1)[-1]
+    if last in CLIP_FUNCTIONS:
+        return CallRole(Role.CLIP, None, framework="torch")
+    if qualified in ("torch.autograd.backward", "autograd.backward"):
+        return CallRole(Role.BACKWARD, loss=first_arg(call))
+    return None
+
+
+def _classify_backward(
+    call: cst.Call, func: cst.Attribute, receiver: str | None, kind: Kind | None, facts: ModuleFacts
+) -> CallRole:
+    arg = first_arg(call)
+    if kind in _FRAMEWORK_OF and arg is not None:
+        return CallRole(Role.BACKWARD, receiver, kind, loss=arg, framework=_FRAMEWORK_OF[kind])
+    if receiver and facts.qualified(receiver) in ("torch.autograd", "autograd"):
+        return CallRole(Role.BACKWARD, loss=arg)
+    return CallRole(Role.BACKWARD, loss=func.value)
+
+
+def _classify_step(call: cst.Call, receiver: str | None, kind: Kind | None) -> CallRole | None:
+    if kind is Kind.SCALER:
+        return CallRole(Role.STEP, receiver, kind, target=dotted(first_arg(call)))
+    if kind in _STEPPERS:
+        closure = any(a.keyword is None or a.keyword.value == "closure" for a in call.args)
+        framework = "deepspeed" if kind is Kind.ENGINE else None
+        return CallRole(Role.STEP, receiver, kind, target=receiver, closure=closure, framework=framework)
+    if kind in (Kind.SCHEDULER, Kind.METRIC_SCHEDULER):
+        metric = kind is Kind.METRIC_SCHEDULER or bool(call.args)
+        return CallRole(Role.SCHEDULER_STEP, receiver, kind, metric=metric)
+    return None

@@ -1,0 +1,147 @@
+"""The loop model as data: events, gates and training loops.
+
+An *event* is one call (or statement) with a role in the update skeleton. A *training loop*
+is the code that repeats once per iteration (a ``for``/``while`` body or a per-batch
+function), its events in source order, and where each event runs: once per micro-batch,
+once per update, or on every iteration of a plain loop. Rules read this model; none of them
+walks syntax on its own.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from enum import Enum
+from typing import TYPE_CHECKING
+
+import libcst as cst
+
+from gradlint.diagnostics import Span
+from gradlint.names import Kind
+
+if TYPE_CHECKING:
+    from gradlint.model.unit import UnitModel
+
+
+class Role(str, Enum):
+    """The part an event plays in the update skeleton."""
+
+    BACKWARD = "backward"
+    STEP = "step"
+    ZERO_GRAD = "zero_grad"
+    CLIP = "clip"
+    UNSCALE = "unscale"
+    SCALER_UPDATE = "scaler_update"
+    SCHEDULER_STEP = "scheduler_step"
+    COUNTER = "counter"
+
+
+UPDATE_ROLES = frozenset({Role.STEP, Role.ZERO_GRAD, Role.CLIP, Role.UNSCALE, Role.SCALER_UPDATE, Role.SCHEDULER_STEP})
+
+
+class Place(str, Enum):
+    """How often an event runs relative to optimizer updates."""
+
+    MICRO = "micro-batch body"
+    BOUNDARY = "update boundary"
+    EVERY = "every iteration"
+
+
+class Shape(str, Enum):
+    """How a training loop arranges its accumulation window."""
+
+    PLAIN = "plain"  # backward and step on every iteration
+    NESTED = "nested"  # an inner micro-batch loop, update after it
+    GATED = "gated"  # a counted or flagged gate inside a flat loop
+    ACCELERATE = "accelerate"  # `with accelerator.accumulate(model):`
+
+
+@dataclass(eq=False)
+class Event:
+    """One call or statement with a role in the skeleton."""
+
+    role: Role
+    node: cst.CSTNode
+    statement: cst.CSTNode
+    receiver: str | None = None
+    kind: Kind | None = None
+    target: str | None = None
+    loss: cst.BaseExpression | None = None
+    framework: str | None = None
+    closure: bool = False
+    metric: bool = False
+    order: int = 0
+    ancestors: tuple[cst.CSTNode, ...] = ()
+    place: Place = Place.EVERY
+    span: Span = Span(0, 0, 0, 0)
+
+    def inside(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` encloses this event."""
+        return any(a is node for a in self.ancestors)
+
+    @property
+    def engine_owned(self) -> bool:
+        """DeepSpeed engines own scaling, clipping and the update boundary."""
+        return self.kind in (Kind.ENGINE, Kind.ENGINE_PART)
+
+
+@dataclass(eq=False)
+class Gate:
+    """An ``if`` that separates the update boundary from the micro-batch body."""
+
+    node: cst.If
+    span: Span
+    update_branch: cst.CSTNode | None
+    guard: bool = False  # `if not <gate>: continue` guards the rest of the block
+    counter: str | None = None
+    modulus: cst.BaseExpression | None = None
+    count_bound: cst.BaseExpression | None = None
+    offset_one: bool = False  # the test reads `(i + 1) % N` or compares with N - 1
+    final_branch: bool = False
+
+
+@dataclass(eq=False)
+class TrainingLoop:
+    """One iteration scope of a training loop, with its events placed."""
+
+    root: cst.CSTNode
+    unit: UnitModel
+    shape: Shape
+    events: list[Event]
+    gates: list[Gate] = field(default_factory=list)
+    micro_loops: list[cst.CSTNode] = field(default_factory=list)
+    accumulate_blocks: list[cst.With] = field(default_factory=list)
+    factor: cst.BaseExpression | None = None
+
+    @property
+    def span(self) -> Span:
+        return self.unit.span(self.root)
+
+    @property
+    def accumulating(self) -> bool:
+        """Whether gradients of several backward calls add up before one update."""
+        return self.shape is not Shape.PLAIN and any(
+            e.role is Role.BACKWARD and e.place is Place.MICRO for e in self.events
+        )
+
+    @property
+    def primary_gate(self) -> Gate | None:
+        """The gate that holds the optimizer step, else the first gate."""
+        for gate in self.gates:
+            if any(e.role is Role.STEP and e.inside(gate.node) for e in self.events):
+                return gate
+        return self.gates[0] if self.gates else None
+
+    def of(self, *roles: Role) -> list[Event]:
+        """Events with one of ``roles``, in source order."""
+        return [e for e in self.events if e.role in roles]
+
+    def in_accumulate(self, event: Event) -> cst.With | None:
+        """The ``accelerator.accumulate`` block around ``event``, if any."""
+        for block in self.accumulate_blocks:
+            if event.inside(block):
+                return block
+        return None
+
+    def factor_code(self) -> str | None:
+        """The accumulation factor N as source text, when the loop shows it."""
+        return self.unit.code(self.factor) if self.factor is not None else None

@@ -1,0 +1,155 @@
+"""Read an ``if`` test: is it an accumulation gate, which branch updates, what is N."""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+
+import libcst as cst
+
+from gradlint.model.syntax import dotted
+
+_FINAL_WORDS = ("len(", "last", "final", "steps_per_epoch", "num_batches", "epoch_end", "max_steps", "total_steps")
+_COUNT_WORDS = ("count", "accum", "micro", "acc_step", "n_acc")
+
+
+@dataclass(frozen=True)
+class GateTest:
+    """What a gate test says: which branch runs once per update, and its arithmetic."""
+
+    update_when: bool
+    counter: str | None = None
+    modulus: cst.BaseExpression | None = None
+    count_bound: cst.BaseExpression | None = None
+    offset_one: bool = False
+    final_branch: bool = False
+
+
+Lookup = Callable[[str], "cst.BaseExpression | None"]
+Code = Callable[[cst.CSTNode], str]
+
+
+def read_gate(
+    expr: cst.BaseExpression, lookup: Lookup, counters: set[str], code: Code, depth: int = 0
+) -> GateTest | None:
+    """Return the gate reading of ``expr``; ``lookup(name)`` gives a name's assigned test."""
+    if depth > 4:
+        return None
+    if isinstance(expr, cst.UnaryOperation) and isinstance(expr.operator, cst.Not):
+        inner = read_gate(expr.expression, lookup, counters, code, depth + 1)
+        return replace(inner, update_when=not inner.update_when) if inner else None
+    if isinstance(expr, cst.BooleanOperation):
+        return _read_bool(expr, lookup, counters, code, depth)
+    if isinstance(expr, cst.Comparison):
+        return _read_comparison(expr, counters)
+    name = dotted(expr)
+    if name is None:
+        return None
+    last = name.rsplit(".", 1)[-1]
+    if last == "sync_gradients":
+        return GateTest(update_when=True)
+    assigned = lookup(name)
+    if assigned is not None:
+        return read_gate(assigned, lookup, counters, code, depth + 1)
+    if last == "is_accumulating":
+        return GateTest(update_when=False)
+    return None
+
+
+def is_final_condition(expr: cst.BaseExpression, code: Code) -> bool:
+    """Whether a test names the end of the epoch (``i + 1 == len(loader)``, ``is_last``)."""
+    text = code(expr).lower()
+    return any(word in text for word in _FINAL_WORDS)
+
+
+def _read_bool(
+    expr: cst.BooleanOperation, lookup: Lookup, counters: set[str], code: Code, depth: int
+) -> GateTest | None:
+    operands = _flatten(expr, type(expr.operator))
+    readings = [read_gate(op, lookup, counters, code, depth + 1) for op in operands]
+    gates = [r for r in readings if r is not None]
+    if not gates:
+        return None
+    first = gates[0]
+    if isinstance(expr.operator, cst.Or) and first.update_when:
+        final = any(r is None and is_final_condition(op, code) for op, r in zip(operands, readings))
+        return replace(first, final_branch=first.final_branch or final)
+    if isinstance(expr.operator, cst.And) and not first.update_when:
+        final = any(r is None and is_final_condition(op, code) for op, r in zip(operands, readings))
+        return replace(first, final_branch=first.final_branch or final)
+    return first
+
+
+def _flatten(expr: cst.BaseExpression, op_type: type) -> list[cst.BaseExpression]:
+    if isinstance(expr, cst.BooleanOperation) and isinstance(expr.operator, op_type):
+        return _flatten(expr.left, op_type) + _flatten(expr.right, op_type)
+    return [expr]
+
+
+def _read_comparison(expr: cst.Comparison, counters: set[str]) -> GateTest | None:
+    if len(expr.comparisons) != 1:
+        return None
+    target = expr.comparisons[0]
+    op, left, right = target.operator, expr.left, target.comparator
+    mod_side = _modulo(left) or _modulo(right)
+    if mod_side is not None:
+        other = right if _modulo(left) is not None else left
+        counter, modulus, plus_one = mod_side
+        zero = _is_int(other, 0)
+        minus_one = _is_minus_one(other)
+        if isinstance(op, cst.Equal) and (zero or minus_one):
+            return GateTest(True, counter, modulus, offset_one=plus_one or minus_one)
+        if isinstance(op, (cst.NotEqual, cst.GreaterThan)) and zero:
+            return GateTest(False, counter, modulus, offset_one=plus_one)
+        return None
+    left_name, right_name = dotted(left), dotted(right)
+    counter = left_name if _is_counter(left_name, counters) else None
+    bound = right
+    if counter is None and _is_counter(right_name, counters):
+        counter, bound = right_name, left
+        op = _mirror(op)
+    if counter is None:
+        return None
+    if isinstance(op, (cst.Equal, cst.GreaterThanEqual)):
+        return GateTest(True, counter, count_bound=bound)
+    if isinstance(op, cst.LessThan):
+        return GateTest(False, counter, count_bound=bound)
+    return None
+
+
+def _is_counter(name: str | None, counters: set[str]) -> bool:
+    if not name:
+        return False
+    low = name.rsplit(".", 1)[-1].lower()
+    return name in counters and any(w in low for w in _COUNT_WORDS)
+
+
+def _mirror(op: cst.BaseCompOp) -> cst.BaseCompOp:
+    if isinstance(op, cst.LessThanEqual):
+        return cst.GreaterThanEqual()
+    if isinstance(op, cst.GreaterThan):
+        return cst.LessThan()
+    return op
+
+
+def _modulo(expr: cst.BaseExpression) -> tuple[str | None, cst.BaseExpression, bool] | None:
+    """``(counter, N, plus_one)`` for ``counter % N`` or ``(counter + 1) % N``."""
+    if not (isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Modulo)):
+        return None
+    left = expr.left
+    plus_one = False
+    if isinstance(left, cst.BinaryOperation) and isinstance(left.operator, cst.Add) and _is_int(left.right, 1):
+        left, plus_one = left.left, True
+    return dotted(left), expr.right, plus_one
+
+
+def _is_int(expr: cst.BaseExpression, value: int) -> bool:
+    return isinstance(expr, cst.Integer) and expr.evaluated_value == value
+
+
+def _is_minus_one(expr: cst.BaseExpression) -> bool:
+    return (
+        isinstance(expr, cst.BinaryOperation)
+        and isinstance(expr.operator, cst.Subtract)
+        and _is_int(expr.right, 1)
+    )

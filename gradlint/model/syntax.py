@@ -1,0 +1,54 @@
+"""Small helpers over libcst expressions shared by the model builder."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+
+def dotted(node: cst.CSTNode | None) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, cst.Attribute):
+        parts.append(node.attr.value)
+        node = node.value
+    if isinstance(node, cst.Name):
+        parts.append(node.value)
+        return ".".join(reversed(parts))
+    return None
+
+
+def receiver_text(node: cst.BaseExpression) -> str | None:
+    """The name a method is called on: ``opt`` for ``opt.step()``, ``optimizers`` for
+    ``optimizers[i].step()``, ``self.optimizers`` for ``self.optimizers().step()``."""
+    if isinstance(node, cst.Subscript):
+        return dotted(node.value)
+    if isinstance(node, cst.Call) and not node.args:
+        return dotted(node.func)
+    return dotted(node)
+
+
+def names_in(node: cst.CSTNode) -> set[str]:
+    """Every dotted name read inside ``node``."""
+    found: set[str] = set()
+
+    class _Names(cst.CSTVisitor):
+        def visit_Attribute(self, attr: cst.Attribute) -> bool:
+            name = dotted(attr)
+            if name:
+                found.add(name)
+                return False
+            return True
+
+        def visit_Name(self, name: cst.Name) -> None:
+            found.add(name.value)
+
+    node.visit(_Names())
+    return found
+
+
+def first_arg(call: cst.Call) -> cst.BaseExpression | None:
+    """The first positional argument of ``call``."""
+    for arg in call.args:
+        if arg.keyword is None and not arg.star:
+            return arg.value
+    return None

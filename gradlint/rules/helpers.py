@@ -1,0 +1,44 @@
+"""Small readers of the loop model that several rules share."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gradlint.model.events import Event, Place, Role, TrainingLoop
+
+
+def call_text(loop: TrainingLoop, event: Event) -> str:
+    """How the user wrote the call, for messages: ``optimizer.step()``."""
+    node = event.node
+    if isinstance(node, cst.Call):
+        return loop.unit.code(node.func).strip() + "()"
+    return loop.unit.code(node).strip().splitlines()[0]
+
+
+def step_text(loop: TrainingLoop) -> str:
+    """The loop's optimizer step as written, or a generic name."""
+    steps = [e for e in loop.of(Role.STEP) if not e.closure]
+    return call_text(loop, steps[0]) if steps else "optimizer.step()"
+
+
+def engine_loop(loop: TrainingLoop) -> bool:
+    """A DeepSpeed loop: the engine owns the boundary, the scaling and the clipping."""
+    return any(e.role is Role.BACKWARD and e.engine_owned for e in loop.events)
+
+
+def per_micro_batch(loop: TrainingLoop, role: Role) -> list[Event]:
+    """Events of ``role`` that run once per micro-batch of an accumulation window."""
+    if not loop.accumulating or engine_loop(loop):
+        return []
+    return [e for e in loop.of(role) if e.place is Place.MICRO and not e.engine_owned and not e.closure]
+
+
+def backward_before(loop: TrainingLoop, event: Event) -> Event | None:
+    """The last backward call textually before ``event`` in the loop."""
+    found = [e for e in loop.of(Role.BACKWARD) if e.order < event.order]
+    return found[-1] if found else None
+
+
+def first_backward_in(loop: TrainingLoop, node: cst.CSTNode) -> Event | None:
+    """The first backward call inside ``node``."""
+    return next((e for e in loop.of(Role.BACKWARD) if e.inside(node)), None)

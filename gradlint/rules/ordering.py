@@ -1,0 +1,43 @@
+"""GL301: clipping after the optimizer step of the same update."""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Iterator
+
+from gradlint.diagnostics import Severity
+from gradlint.model.events import Event, Role, TrainingLoop
+from gradlint.rules.base import Finding, Rule, RuleInfo
+from gradlint.rules.helpers import backward_before, call_text
+
+
+def steps_between(loop: TrainingLoop, after: Event | None, before: Event) -> list[Event]:
+    """Non-closure optimizer steps strictly between two events (of the same place)."""
+    low = after.order if after is not None else -1
+    return [
+        e for e in loop.of(Role.STEP)
+        if low < e.order < before.order and not e.closure and e.place is before.place
+    ]
+
+
+def next_backward_or_end(loop: TrainingLoop, event: Event) -> int:
+    """The order of the first backward after ``event``, or past the end of the loop."""
+    later = [e.order for e in loop.of(Role.BACKWARD) if e.order > event.order]
+    return later[0] if later else sys.maxsize
+
+
+class ClipAfterStep(Rule):
+    info = RuleInfo("GL301", "clip-after-step", Severity.ERROR,
+                    "Gradients are clipped after the optimizer step of the same update.")
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        for clip in loop.of(Role.CLIP):
+            steps = steps_between(loop, backward_before(loop, clip), clip)
+            if not steps:
+                continue
+            horizon = next_backward_or_end(loop, clip)
+            if any(clip.order < e.order < horizon and not e.closure for e in loop.of(Role.STEP)):
+                continue  # another optimizer steps after the clip (GANs, several optimizers)
+            step = call_text(loop, steps[-1])
+            yield Finding(clip.span, f"{call_text(loop, clip)} runs after {step}: the update has already "
+                          f"used the unclipped gradient; clip before {step}")

@@ -1,0 +1,52 @@
+"""Run the core over files: read, lint, collect; I/O problems become GL000 per file."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gradlint.diagnostics import Diagnostic, Span
+from gradlint.engine import lint_bytes
+from gradlint.rules import SYNTAX_ERROR
+from gradlint.settings import Settings
+
+
+@dataclass
+class RunResult:
+    """Diagnostics of a run plus how many files were checked."""
+
+    diagnostics: list[Diagnostic] = field(default_factory=list)
+    files_checked: int = 0
+
+
+def display_path(path: Path) -> str:
+    """Paths relative to the current directory where possible, with forward slashes."""
+    try:
+        rel = path.resolve().relative_to(Path.cwd().resolve())
+        return rel.as_posix()
+    except (ValueError, OSError):
+        return path.as_posix()
+
+
+def lint_file(path: Path, settings: Settings) -> list[Diagnostic]:
+    """Lint one file from disk; an unreadable file is one GL000 diagnostic."""
+    shown = display_path(path)
+    try:
+        data = path.read_bytes()
+    except OSError as exc:
+        if not settings.enabled(SYNTAX_ERROR.code):
+            return []
+        reason = exc.strerror or exc.__class__.__name__
+        return [Diagnostic(shown, Span(1, 1, 1, 1), SYNTAX_ERROR.code, SYNTAX_ERROR.name,
+                           SYNTAX_ERROR.severity, f"I/O error: cannot read file: {reason}")]
+    return lint_bytes(data, shown, settings)
+
+
+def run(paths: list[Path], settings: Settings) -> RunResult:
+    """Lint every file in ``paths`` in order."""
+    result = RunResult()
+    for path in paths:
+        result.diagnostics.extend(lint_file(path, settings))
+        result.files_checked += 1
+    result.diagnostics.sort(key=Diagnostic.sort_key)
+    return result

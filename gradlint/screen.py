@@ -1,0 +1,241 @@
+"""The cheap first pass: a text filter, then one stdlib ``ast`` walk per file.
+
+It judges syntax (the running Python's parser decides what is a GL000), builds the module's
+facts (import aliases, what names are bound to) and picks the few *units* (functions and
+top-level statements) that can hold a training loop. Only those are handed to libcst.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from gradlint.names import Kind, build_alias_table, constructor_kind, kind_by_name, resolve
+
+_TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step"})
+
+
+def might_hold_training_loop(text: str) -> bool:
+    """A file with no ``backward`` and no ``.step(`` cannot hold a training loop."""
+    return "backward" in text or ".step(" in text
+
+
+@dataclass(frozen=True)
+class Unit:
+    """A function or top-level statement worth a libcst parse (1-based inclusive lines)."""
+
+    name: str
+    start_line: int
+    end_line: int
+    indent: int
+    class_name: str | None = None
+
+
+@dataclass
+class ModuleFacts:
+    """What the whole module tells about names: aliases, bindings, framework settings."""
+
+    aliases: dict[str, str] = field(default_factory=dict)
+    bindings: dict[str, Kind] = field(default_factory=dict)
+    prepared: set[str] = field(default_factory=set)
+    accelerator_accumulates: bool = False
+    functions: dict[str, list[Unit]] = field(default_factory=dict)
+    extra_names: dict[str, Kind] = field(default_factory=dict)
+
+    def kind_of(self, dotted: str | None) -> Kind | None:
+        """The kind of a receiver, from its bindings first, its name second."""
+        if not dotted:
+            return None
+        if dotted in self.bindings:
+            return self.bindings[dotted]
+        last = dotted.rsplit(".", 1)[-1]
+        if last in self.extra_names:
+            return self.extra_names[last]
+        if dotted.startswith("self.") and last in self.bindings:
+            return self.bindings[last]
+        return kind_by_name(dotted)
+
+    def qualified(self, dotted: str) -> str:
+        """The qualified name of a dotted local name, through the alias table."""
+        return resolve(dotted, self.aliases)
+
+
+@dataclass
+class Screen:
+    """The result of screening one module."""
+
+    tree: ast.Module
+    facts: ModuleFacts
+    units: list[Unit]
+
+
+def screen(text: str, extra_names: dict[str, Kind] | None = None) -> Screen:
+    """Parse ``text`` with ``ast`` (raising SyntaxError) and find the candidate units."""
+    tree = ast.parse(text)
+    facts = ModuleFacts(extra_names=dict(extra_names or {}))
+    collector = _Collector(facts)
+    collector.visit(tree)
+    facts.aliases = build_alias_table(collector.imports)
+    for target, value in collector.assignments:
+        _bind(facts, target, value)
+    return Screen(tree=tree, facts=facts, units=collector.units)
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _is_training_call(node: ast.AST) -> bool:
+    if not isinstance(node, ast.Call):
+        return False
+    func = node.func
+    if isinstance(func, ast.Attribute):
+        return func.attr in _TRAINING_ATTRS
+    return isinstance(func, ast.Name) and func.id in ("backward", "manual_backward")
+
+
+class _Collector(ast.NodeVisitor):
+    """One walk: imports, assignments, function index and candidate units."""
+
+    def __init__(self, facts: ModuleFacts) -> None:
+        self.facts = facts
+        self.imports: list[tuple[str | None, str, str | None]] = []
+        self.assignments: list[tuple[ast.expr, ast.expr]] = []
+        self.units: list[Unit] = []
+        self._stack: list[list[bool]] = [[False]]
+        self._class: list[str] = []
+
+    # imports ---------------------------------------------------------------
+    def visit_Import(self, node: ast.Import) -> None:
+        self.imports.extend((None, a.name, a.asname) for a in node.names)
+
+    def visit_ImportFrom(self, node: ast.ImportFrom) -> None:
+        module = "." * node.level + (node.module or "")
+        self.imports.extend((module, a.name, a.asname) for a in node.names)
+
+    # bindings --------------------------------------------------------------
+    def visit_Assign(self, node: ast.Assign) -> None:
+        self.assignments.extend((t, node.value) for t in node.targets)
+        self.generic_visit(node)
+
+    def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
+        if node.value is not None:
+            self.assignments.append((node.target, node.value))
+        self.generic_visit(node)
+
+    def visit_Call(self, node: ast.Call) -> None:
+        if _is_training_call(node):
+            self._stack[-1][0] = True
+        self.generic_visit(node)
+
+    # units -------------------------------------------------------------------
+    def visit_ClassDef(self, node: ast.ClassDef) -> None:
+        self._class.append(node.name)
+        self.generic_visit(node)
+        self._class.pop()
+
+    def visit_FunctionDef(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        start = min([node.lineno] + [d.lineno for d in node.decorator_list])
+        unit = Unit(node.name, start, node.end_lineno or node.lineno, node.col_offset,
+                    self._class[-1] if self._class else None)
+        self.facts.functions.setdefault(node.name, []).append(unit)
+        self._stack.append([False])
+        outer_class = self._class
+        self._class = []
+        self.generic_visit(node)
+        self._class = outer_class
+        if self._stack.pop()[0]:
+            self.units.append(unit)
+
+    visit_AsyncFunctionDef = visit_FunctionDef
+
+    def visit_Module(self, node: ast.Module) -> None:
+        for stmt in node.body:
+            if isinstance(stmt, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+                self.visit(stmt)
+                continue
+            self._stack[-1][0] = False
+            self.visit(stmt)
+            if self._stack[-1][0] and isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
+                self.units.append(Unit("<module>", stmt.lineno, stmt.end_lineno or stmt.lineno, 0))
+
+
+def _bind(facts: ModuleFacts, target: ast.expr, value: ast.expr) -> None:
+    """Record what kind of object ``target`` holds after ``target = value``."""
+    if isinstance(value, ast.Await):
+        value = value.value
+    if isinstance(target, (ast.Tuple, ast.List)):
+        _bind_tuple(facts, target.elts, value)
+        return
+    name = dotted_name(target)
+    if name is None:
+        return
+    kind = _value_kind(facts, value)
+    if kind is not None:
+        facts.bindings.setdefault(name, kind)
+
+
+def _value_kind(facts: ModuleFacts, value: ast.expr) -> Kind | None:
+    if isinstance(value, ast.Call):
+        callee = dotted_name(value.func)
+        if callee is None:
+            return None
+        last = callee.rsplit(".", 1)[-1]
+        if last == "optimizers" and callee.startswith("self."):
+            return Kind.OPTIMIZER
+        if last == "lr_schedulers" and callee.startswith("self."):
+            return Kind.SCHEDULER
+        if last in ("prepare", "setup_optimizers") and value.args:
+            return _arg_kind(facts, value.args[0])
+        kind = constructor_kind(facts.qualified(callee))
+        if kind is Kind.ACCELERATOR and any(k.arg == "gradient_accumulation_steps" for k in value.keywords):
+            facts.accelerator_accumulates = True
+        return kind
+    name = dotted_name(value)
+    return facts.bindings.get(name) if name else None
+
+
+def _arg_kind(facts: ModuleFacts, arg: ast.expr) -> Kind | None:
+    name = dotted_name(arg)
+    if name is None:
+        return _value_kind(facts, arg)
+    return facts.bindings.get(name) or kind_by_name(name)
+
+
+def _bind_tuple(facts: ModuleFacts, targets: list[ast.expr], value: ast.expr) -> None:
+    names = [dotted_name(t) for t in targets]
+    if not isinstance(value, ast.Call):
+        return
+    callee = dotted_name(value.func) or ""
+    last = callee.rsplit(".", 1)[-1]
+    qualified = facts.qualified(callee) if callee else ""
+    if qualified.endswith("deepspeed.initialize") or (last == "initialize" and "deepspeed" in qualified):
+        for i, name in enumerate(names):
+            if name and name != "_":
+                facts.bindings.setdefault(name, Kind.ENGINE if i == 0 else Kind.ENGINE_PART)
+        return
+    if last in ("prepare", "setup", "make_private", "make_private_with_epsilon"):
+        args = list(value.args) or [k.value for k in value.keywords]
+        for name, arg in zip(names, args):
+            kind = _arg_kind(facts, arg)
+            if name and kind is not None:
+                facts.bindings.setdefault(name, kind)
+                if last == "prepare":
+                    facts.prepared.add(name)
+        if last in ("make_private", "make_private_with_epsilon"):
+            for name in names:
+                if name and kind_by_name(name) is Kind.OPTIMIZER:
+                    facts.bindings.setdefault(name, Kind.OPTIMIZER)
+        return
+    if last == "optimizers" and callee.startswith("self."):
+        for name in names:
+            if name:
+                facts.bindings.setdefault(name, Kind.OPTIMIZER)

@@ -1,0 +1,55 @@
+"""Turn file bytes into text the way Python does (BOM, PEP 263 cookie), or say why not."""
+
+from __future__ import annotations
+
+import io
+import tokenize
+from dataclasses import dataclass
+
+
+class SourceError(Exception):
+    """The bytes are not Python source text (binary, undecodable, unreadable)."""
+
+    def __init__(self, message: str, line: int = 1, column: int = 1) -> None:
+        super().__init__(message)
+        self.message = message
+        self.line = line
+        self.column = column
+
+
+@dataclass(frozen=True)
+class DecodedSource:
+    """Source text plus what is needed to write it back byte-for-byte alike."""
+
+    text: str
+    encoding: str
+    bom: bool
+
+
+def decode(data: bytes) -> DecodedSource:
+    """Decode ``data`` as Python source; raise :class:`SourceError` when that is impossible."""
+    if b"\x00" in data:
+        line, column = _position(data, data.index(b"\x00"))
+        raise SourceError("file contains NUL bytes (binary, not Python source)", line, column)
+    try:
+        encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
+    except SyntaxError as exc:
+        raise SourceError(f"cannot decode source: {exc.msg}") from None
+    bom = encoding == "utf-8-sig"
+    try:
+        text = data.decode(encoding)
+    except (UnicodeDecodeError, LookupError) as exc:
+        line, column = _position(data, getattr(exc, "start", 0))
+        raise SourceError(f"source is not valid {encoding.replace('-sig', '')} text", line, column) from None
+    return DecodedSource(text=text, encoding=encoding, bom=bom)
+
+
+def encode(source: DecodedSource, text: str) -> bytes:
+    """Encode ``text`` with the encoding (and BOM) the original file had."""
+    return text.encode(source.encoding)
+
+
+def _position(data: bytes, offset: int) -> tuple[int, int]:
+    line = data.count(b"\n", 0, offset) + 1
+    column = offset - (data.rfind(b"\n", 0, offset) + 1) + 1
+    return line, column
