@@ -54,7 +54,7 @@ class _Collector(cst.CSTVisitor):
             self._stack.pop()
 
     def _add(self, role: Role, node: cst.CSTNode, **details: object) -> None:
-        statement = self._statement or node
+        statement = node if isinstance(node, cst.BaseCompoundStatement) else self._statement or node
         self.events.append(Event(role, node, statement, ancestors=tuple(self._stack), **details))
 
     def _call(self, call: cst.Call) -> None:
@@ -79,10 +79,18 @@ class _Collector(cst.CSTVisitor):
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         for target in targets:
             if _is_grad_reset(target, node.value):
-                self._add(Role.ZERO_GRAD, node, receiver=dotted(target))
+                self._add(Role.ZERO_GRAD, self._zeroing_loop(target) or node, receiver=dotted(target))
             name = dotted(target)
             if name is not None and node.value is not None:
                 self.unit.assignments.setdefault(name, []).append((line, node.value))
+
+
+    def _zeroing_loop(self, target: cst.Attribute) -> cst.For | None:
+        """The ``for p in params:`` loop around ``p.grad = None``: the zeroing statement."""
+        loop = next((a for a in reversed(self._stack) if isinstance(a, _LOOPS)), None)
+        if isinstance(loop, cst.For) and dotted(loop.target) == dotted(target.value):
+            return loop
+        return None
 
 
 def _is_grad_reset(target: cst.BaseExpression, value: cst.BaseExpression | None) -> bool:
@@ -170,9 +178,16 @@ def _micro_loops(root: cst.CSTNode, loops: list[cst.CSTNode], events: list[Event
 
 
 def _is_micro_header(unit: UnitModel, loop: cst.CSTNode) -> bool:
+    """``for micro_step in ...``, ``for _ in range(accum_steps)``, ``for mb in micro_batches``."""
     if not isinstance(loop, cst.For):
         return False
-    return bool(_MICRO_HEADER.search(unit.code(loop.target)) or _MICRO_HEADER.search(unit.code(loop.iter)))
+    if _MICRO_HEADER.search(unit.code(loop.target)):
+        return True
+    source = loop.iter
+    if isinstance(source, cst.Call) and dotted(source.func) == "range" and len(source.args) == 1:
+        source = source.args[0].value
+    name = dotted(source)
+    return name is not None and bool(_MICRO_HEADER.search(name))
 
 
 def _place(

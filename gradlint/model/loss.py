@@ -1,13 +1,15 @@
-"""Follow the loss that reaches a backward call: is it scaled for accumulation?
+"""Follow the loss that reaches a backward call: is it scaled for accumulation, by what,
+and where does it come from?
 
-The trace follows simple assignments inside the unit only. It answers ``SCALED`` when any
-division or multiplication (or a ``div``/``mul`` call) touches the loss on its way,
-``UNSCALED`` when the loss demonstrably comes straight from a model or criterion, and
-``UNKNOWN`` otherwise; rules act on ``UNSCALED`` only.
+The trace follows simple assignments inside the unit only (never across files). Its verdict
+is ``SCALED`` when any division or multiplication (or a ``div``/``mul`` call) touches the
+loss on its way, ``UNSCALED`` when the loss demonstrably comes straight from a model or
+criterion, and ``UNKNOWN`` otherwise; rules act on definite verdicts only.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass, field
 from enum import Enum
 
 import libcst as cst
@@ -19,6 +21,7 @@ from gradlint.names import Kind
 _PASS_THROUGH = frozenset({"mean", "sum", "float", "double", "half", "to", "squeeze", "contiguous", "clone", "cuda"})
 _SCALING_CALLS = frozenset({"div", "div_", "mul", "mul_", "true_divide", "multiply", "divide"})
 _SCALING_WORDS = ("accum", "num_items", "micro", "n_acc", "acc_steps", "grad_acc")
+_MAX_DEPTH = 8
 
 
 class Scaling(str, Enum):
@@ -29,11 +32,22 @@ class Scaling(str, Enum):
     UNKNOWN = "unknown"
 
 
-def loss_scaling(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> Scaling:
-    """Whether the loss ``expr`` (used at ``line``) was divided for accumulation."""
+@dataclass
+class LossTrace:
+    """The verdict plus the divisors met on the way and the calls the loss comes from."""
+
+    scaling: Scaling
+    divisors: list[cst.BaseExpression] = field(default_factory=list)
+    origins: list[cst.Call] = field(default_factory=list)
+
+
+def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> LossTrace:
+    """Trace the loss ``expr`` used at ``line``."""
+    tracer = _Tracer(unit)
     if expr is None:
-        return Scaling.UNKNOWN
-    return _trace(unit, expr, line, depth=0, seen=set())
+        return LossTrace(Scaling.UNKNOWN)
+    scaling = tracer.trace(expr, line, 0)
+    return LossTrace(scaling, tracer.divisors, tracer.origins)
 
 
 def _combine(verdicts: list[Scaling]) -> Scaling:
@@ -44,63 +58,87 @@ def _combine(verdicts: list[Scaling]) -> Scaling:
     return Scaling.UNKNOWN
 
 
-def _trace(unit: UnitModel, expr: cst.BaseExpression, line: int, depth: int, seen: set[str]) -> Scaling:
-    if depth > 8:
-        return Scaling.UNKNOWN
-    if isinstance(expr, cst.BinaryOperation):
-        if isinstance(expr.operator, (cst.Divide, cst.Multiply, cst.FloorDivide)):
+class _Tracer:
+    def __init__(self, unit: UnitModel) -> None:
+        self.unit = unit
+        self.divisors: list[cst.BaseExpression] = []
+        self.origins: list[cst.Call] = []
+
+    def trace(self, expr: cst.BaseExpression, line: int, depth: int) -> Scaling:
+        if depth > _MAX_DEPTH:
+            return Scaling.UNKNOWN
+        if isinstance(expr, cst.BinaryOperation):
+            return self._binary(expr, line, depth)
+        if isinstance(expr, cst.Call):
+            return self._call(expr, line, depth)
+        if isinstance(expr, cst.Subscript):
+            return self.trace(expr.value, line, depth + 1)
+        name = dotted(expr)
+        if isinstance(expr, cst.Attribute) and (name is None or name not in self.unit.assignments):
+            return self.trace(expr.value, line, depth + 1)
+        if name is None:
+            return Scaling.UNKNOWN
+        return self._name(name, line, depth)
+
+    def _binary(self, expr: cst.BinaryOperation, line: int, depth: int) -> Scaling:
+        op = expr.operator
+        if isinstance(op, (cst.Divide, cst.FloorDivide)):
+            self.divisors.append(expr.right)
+            self.trace(expr.left, line, depth + 1)
             return Scaling.SCALED
-        if isinstance(expr.operator, (cst.Add, cst.Subtract)):
-            return _combine([_trace(unit, expr.left, line, depth + 1, seen),
-                             _trace(unit, expr.right, line, depth + 1, seen)])
+        if isinstance(op, cst.Multiply):
+            factor, loss = (expr.left, expr.right) if _reciprocal(expr.left) else (expr.right, expr.left)
+            self.divisors.append(_reciprocal(factor) or factor)
+            self.trace(loss, line, depth + 1)
+            return Scaling.SCALED
+        if isinstance(op, (cst.Add, cst.Subtract)):
+            return _combine([self.trace(expr.left, line, depth + 1), self.trace(expr.right, line, depth + 1)])
         return Scaling.UNKNOWN
-    if isinstance(expr, cst.Call):
-        return _trace_call(unit, expr, line, depth, seen)
-    if isinstance(expr, cst.Subscript):
-        return _trace(unit, expr.value, line, depth + 1, seen)
-    name = dotted(expr)
-    if name is None:
-        return Scaling.UNKNOWN
-    if name not in unit.assignments and isinstance(expr, cst.Attribute):
-        return _trace(unit, expr.value, line, depth + 1, seen)
-    return _trace_name(unit, name, line, depth, seen)
+
+    def _name(self, name: str, line: int, depth: int) -> Scaling:
+        """Every assignment to ``name`` above ``line``; a self-reference on the right reads
+        the assignments above that one (``loss = loss + aux``)."""
+        found = [(at, value) for at, value in self.unit.assignments.get(name, []) if at <= line]
+        verdicts = []
+        for at, value in found:
+            if isinstance(value, cst.AugAssign):
+                if isinstance(value.operator, (cst.DivideAssign, cst.MultiplyAssign)):
+                    self.divisors.append(value.value)
+                    verdicts.append(Scaling.SCALED)
+                else:
+                    verdicts.append(self.trace(value.value, at - 1, depth + 1))
+            elif isinstance(value, cst.BaseExpression):
+                verdicts.append(self.trace(value, at - 1, depth + 1))
+        return _combine(verdicts) if verdicts else Scaling.UNKNOWN
+
+    def _call(self, call: cst.Call, line: int, depth: int) -> Scaling:
+        func = call.func
+        callee = dotted(func) or ""
+        last = func.attr.value if isinstance(func, cst.Attribute) else callee.rsplit(".", 1)[-1]
+        if last in _SCALING_CALLS:
+            if call.args:
+                self.divisors.append(call.args[-1].value)
+            return Scaling.SCALED
+        if isinstance(func, cst.Attribute):
+            if last == "scale" and self.unit.facts.kind_of(dotted(func.value)) is Kind.SCALER and call.args:
+                return self.trace(call.args[0].value, line, depth + 1)
+            if last in _PASS_THROUGH:
+                return self.trace(func.value, line, depth + 1)
+        self.origins.append(call)
+        if _mentions_scaling(call):
+            return Scaling.SCALED
+        local = callee.rsplit(".", 1)[-1]
+        if local in self.unit.facts.functions and (callee == local or callee.startswith("self.")):
+            return Scaling.UNKNOWN
+        return Scaling.UNSCALED
 
 
-def _trace_name(unit: UnitModel, name: str, line: int, depth: int, seen: set[str]) -> Scaling:
-    if name in seen:
-        return Scaling.UNKNOWN
-    values = unit.bound_values(name, before_line=line)
-    if not values:
-        return Scaling.UNKNOWN
-    verdicts = []
-    for value in values:
-        if isinstance(value, cst.AugAssign):
-            scaling = isinstance(value.operator, (cst.DivideAssign, cst.MultiplyAssign))
-            verdicts.append(Scaling.SCALED if scaling else _trace(unit, value.value, line, depth + 1, seen | {name}))
-        elif isinstance(value, cst.BaseExpression):
-            verdicts.append(_trace(unit, value, line, depth + 1, seen | {name}))
-    return _combine(verdicts)
-
-
-def _trace_call(unit: UnitModel, call: cst.Call, line: int, depth: int, seen: set[str]) -> Scaling:
-    func = call.func
-    attr = func.attr.value if isinstance(func, cst.Attribute) else dotted(func) or ""
-    last = attr.rsplit(".", 1)[-1]
-    if last in _SCALING_CALLS:
-        return Scaling.SCALED
-    if isinstance(func, cst.Attribute):
-        receiver = dotted(func.value)
-        if last == "scale" and unit.facts.kind_of(receiver) is Kind.SCALER and call.args:
-            return _trace(unit, call.args[0].value, line, depth + 1, seen)
-        if last in _PASS_THROUGH:
-            return _trace(unit, func.value, line, depth + 1, seen)
-    if _mentions_scaling(call):
-        return Scaling.SCALED
-    callee = dotted(func) or ""
-    local = callee.rsplit(".", 1)[-1]
-    if local in unit.facts.functions and (callee == local or callee.startswith("self.")):
-        return Scaling.UNKNOWN
-    return Scaling.UNSCALED
+def _reciprocal(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """``N`` for ``1 / N`` (or ``1.0 / N``), else None."""
+    if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
+        if isinstance(expr.left, (cst.Integer, cst.Float)) and expr.left.evaluated_value == 1:
+            return expr.right
+    return None
 
 
 def _mentions_scaling(call: cst.Call) -> bool:

@@ -6,7 +6,7 @@ from collections.abc import Iterator
 
 from gradlint.diagnostics import Severity
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
-from gradlint.model.loss import Scaling, loss_scaling
+from gradlint.model.loss import Scaling, trace_loss
 from gradlint.rules.base import Finding, Rule, RuleInfo
 from gradlint.rules.helpers import per_micro_batch
 
@@ -30,7 +30,7 @@ class MissingAccumulationScaling(Rule):
         for event in per_micro_batch(loop, Role.BACKWARD):
             if framework_divides(loop, event):
                 continue
-            if loss_scaling(loop.unit, event.loss, event.span.line) is not Scaling.UNSCALED:
+            if trace_loss(loop.unit, event.loss, event.span.line).scaling is not Scaling.UNSCALED:
                 continue
             yield Finding(event.span, f"this loss is backpropagated on each of {factor} micro-batches without "
                           f"division, so the gradient (and the effective learning rate) is {factor} times too "
