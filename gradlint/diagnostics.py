@@ -93,6 +93,7 @@ class Diagnostic:
     severity: Severity
     message: str
     fix: Fix | None = field(default=None, compare=False)
+    cell: int | None = None  # notebooks: 1-based cell number; the span is then within that cell
 
     @property
     def line(self) -> int:
@@ -102,13 +103,13 @@ class Diagnostic:
     def column(self) -> int:
         return self.span.column
 
-    def sort_key(self) -> tuple[str, int, int, str]:
-        """Stable report order: path, line, column, code."""
-        return (self.path, self.span.line, self.span.column, self.code)
+    def sort_key(self) -> tuple[str, int, int, int, str]:
+        """Stable report order: path, cell (notebooks), line, column, code."""
+        return (self.path, self.cell or 0, self.span.line, self.span.column, self.code)
 
     def to_dict(self) -> dict[str, Any]:
-        """JSON form with the keys the CLI documents."""
-        return {
+        """JSON form with the keys the CLI documents (plus ``cell`` for notebooks)."""
+        data: dict[str, Any] = {
             "path": self.path,
             "line": self.span.line,
             "column": self.span.column,
@@ -120,3 +121,6 @@ class Diagnostic:
             "message": self.message,
             "fix": self.fix.to_dict() if self.fix else None,
         }
+        if self.cell is not None:
+            data["cell"] = self.cell
+        return data
