@@ -4,6 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from gradlint.exclusion import PathFilter
 
 SKIPPED_DIRS = frozenset({
     ".git", ".hg", ".svn", ".bzr", "__pycache__", "build", "dist", "node_modules", "site-packages",
@@ -18,25 +22,37 @@ def is_skipped_dir(path: Path) -> bool:
     return path.name in SKIPPED_DIRS or (path / "pyvenv.cfg").is_file()
 
 
-def discover(paths: list[Path]) -> list[Path]:
-    """Files to check: named files as given, folders walked for Python sources, sorted.
+def discover(paths: list[Path], path_filter: PathFilter | None = None) -> list[Path]:
+    """Files to check: named files as given, folders walked for Python sources and notebooks, sorted.
 
     A named path that does not exist is returned as is; reading it reports the I/O error.
+    Without ``path_filter`` the default folders are skipped; with one, it decides what a walk
+    skips, and named paths are dropped only when it force-excludes them.
     """
     found: dict[str, Path] = {}
     for path in paths:
+        if path_filter is not None and path_filter.explicitly_excluded(path):
+            continue
         if path.is_dir():
-            for file in _walk(path):
+            for file in _walk(path, path_filter):
                 found.setdefault(os.path.normpath(file), file)
         else:
             found.setdefault(os.path.normpath(path), path)
     return [found[key] for key in sorted(found)]
 
 
-def _walk(root: Path) -> list[Path]:
+def _walk(root: Path, path_filter: PathFilter | None) -> list[Path]:
     files: list[Path] = []
     for folder, dirs, names in os.walk(root, followlinks=False):
         base = Path(folder)
-        dirs[:] = sorted(d for d in dirs if not is_skipped_dir(base / d))
-        files.extend(base / n for n in sorted(names) if n.endswith(SOURCE_SUFFIXES) and (base / n).is_file())
+        if path_filter is None:
+            dirs[:] = sorted(d for d in dirs if not is_skipped_dir(base / d))
+        else:
+            dirs[:] = sorted(d for d in dirs if not (base / d / "pyvenv.cfg").is_file()
+                             and not path_filter.excluded(base / d, is_dir=True))
+        for name in sorted(names):
+            file = base / name
+            if name.endswith(SOURCE_SUFFIXES) and file.is_file():
+                if path_filter is None or not path_filter.excluded(file, is_dir=False):
+                    files.append(file)
     return files

@@ -40,6 +40,8 @@ class ModuleFacts:
     prepared: set[str] = field(default_factory=set)
     accelerator_accumulates: bool = False
     functions: dict[str, list[Unit]] = field(default_factory=dict)
+    zeroing_functions: set[str] = field(default_factory=set)
+    token_masking: bool = False  # `ignore_index` or a -100 label mask appears in the module
     extra_names: dict[str, Kind] = field(default_factory=dict)
 
     def kind_of(self, dotted: str | None) -> Kind | None:
@@ -73,6 +75,7 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None) -> Screen:
     """Parse ``text`` with ``ast`` (raising SyntaxError) and find the candidate units."""
     tree = ast.parse(text)
     facts = ModuleFacts(extra_names=dict(extra_names or {}))
+    facts.token_masking = "ignore_index" in text or "-100" in text
     collector = _Collector(facts)
     collector.visit(tree)
     facts.aliases = build_alias_table(collector.imports)
@@ -112,6 +115,7 @@ class _Collector(ast.NodeVisitor):
         self.units: list[Unit] = []
         self._stack: list[list[bool]] = [[False]]
         self._class: list[str] = []
+        self._function: list[str] = []
 
     # imports ---------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
@@ -124,6 +128,9 @@ class _Collector(ast.NodeVisitor):
     # bindings --------------------------------------------------------------
     def visit_Assign(self, node: ast.Assign) -> None:
         self.assignments.extend((t, node.value) for t in node.targets)
+        grad_reset = any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in node.targets)
+        if grad_reset and isinstance(node.value, ast.Constant) and node.value.value is None:
+            self._zeroes()
         self.generic_visit(node)
 
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
@@ -134,7 +141,13 @@ class _Collector(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         if _is_training_call(node):
             self._stack[-1][0] = True
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("zero_grad", "zero_"):
+            self._zeroes()
         self.generic_visit(node)
+
+    def _zeroes(self) -> None:
+        if self._function:
+            self.facts.zeroing_functions.add(self._function[-1])
 
     # units -------------------------------------------------------------------
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
@@ -150,7 +163,9 @@ class _Collector(ast.NodeVisitor):
         self._stack.append([False])
         outer_class = self._class
         self._class = []
+        self._function.append(node.name)
         self.generic_visit(node)
+        self._function.pop()
         self._class = outer_class
         if self._stack.pop()[0]:
             self.units.append(unit)

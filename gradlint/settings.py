@@ -32,13 +32,14 @@ def resolve_selection(catalogue: dict, select: list[str] | None, ignore: list[st
                       extend_select: list[str] | None = None) -> frozenset[str]:
     """Turn select / ignore lists (codes or prefixes like ``GL1``, ``ALL``) into codes."""
     defaults = {code for code, info in catalogue.items() if info.default}
-    chosen = _expand(catalogue, select) if select else set(defaults)
-    chosen |= _expand(catalogue, extend_select or [])
-    chosen -= _expand(catalogue, ignore or [])
+    chosen = expand_codes(catalogue, select) if select else set(defaults)
+    chosen |= expand_codes(catalogue, extend_select or [])
+    chosen -= expand_codes(catalogue, ignore or [])
     return frozenset(chosen)
 
 
-def _expand(catalogue: dict, codes: list[str]) -> set[str]:
+def expand_codes(catalogue: dict, codes: list[str]) -> set[str]:
+    """The catalogue codes that ``codes`` (codes, prefixes or ``ALL``) name; unknown ones raise."""
     found: set[str] = set()
     for raw in codes:
         code = raw.strip().upper()

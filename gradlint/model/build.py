@@ -9,13 +9,17 @@ import libcst as cst
 from gradlint.model.calls import classify
 from gradlint.model.events import UPDATE_ROLES, Event, Gate, Place, Role, Shape, TrainingLoop
 from gradlint.model.gates import GateTest, read_gate
-from gradlint.model.syntax import dotted, first_arg
+from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 from gradlint.names import Kind
 
 _LOOPS = (cst.For, cst.While)
 _SCOPES_SKIPPED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _MICRO_HEADER = re.compile(r"micro|accum|grad_acc|n_acc|acc_steps", re.I)
+_CADENCE_CALL = re.compile(r"log|save|checkpoint|eval|add_scalar|print|wandb|write|report|step", re.I)
+_SYNC_CONTEXTS = ("no_sync", "no_backward_sync", "accumulate")
+_UNBOUNDED = frozenset({"range", "count", "cycle", "repeat", "itertools.count", "itertools.cycle"})
+_ZERO_BASED_PARAMS = frozenset({"batch_idx", "batch_nb", "batch_index", "batch_num", "idx"})
 
 
 class _Collector(cst.CSTVisitor):
@@ -28,6 +32,8 @@ class _Collector(cst.CSTVisitor):
         self.ifs: list[tuple[cst.If, tuple[cst.CSTNode, ...]]] = []
         self.withs: list[cst.With] = []
         self.counters: set[str] = set()
+        self.reported: set[str] = set()
+        self.callees: list[tuple[str, tuple[cst.CSTNode, ...]]] = []
         self._stack: list[cst.CSTNode] = []
         self._statement: cst.CSTNode | None = None
 
@@ -44,6 +50,7 @@ class _Collector(cst.CSTVisitor):
             self.withs.append(node)
         elif isinstance(node, cst.Call):
             self._call(node)
+            self._report_call(node)
         elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             self._assignment(node)
         self._stack.append(node)
@@ -65,6 +72,15 @@ class _Collector(cst.CSTVisitor):
                   loss=found.loss, framework=found.framework, closure=found.closure,
                   metric=found.metric)
 
+    def _report_call(self, call: cst.Call) -> None:
+        """Names handed to logging, evaluation or checkpoint calls: step-counted cadence."""
+        callee = dotted(call.func) or ""
+        if callee:
+            self.callees.append((callee.rsplit(".", 1)[-1], tuple(self._stack)))
+        if _CADENCE_CALL.search(callee.rsplit(".", 1)[-1]):
+            for arg in call.args:
+                self.reported |= names_in(arg.value)
+
     def _assignment(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
         line = self.unit.span(node).line
         if isinstance(node, cst.AugAssign):
@@ -78,6 +94,8 @@ class _Collector(cst.CSTVisitor):
             return
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         for target in targets:
+            if isinstance(target, cst.Attribute) and target.attr.value == "require_backward_grad_sync":
+                self._add(Role.SYNC_TOGGLE, node, receiver=dotted(target.value))
             if _is_grad_reset(target, node.value):
                 self._add(Role.ZERO_GRAD, self._zeroing_loop(target) or node, receiver=dotted(target))
             name = dotted(target)
@@ -204,12 +222,85 @@ def _place(
         shape = Shape.NESTED
     else:
         shape = Shape.PLAIN
+    sync_blocks = [w for w in collector.withs if _is_sync_context(unit, w)]
     for event in events:
         event.place = _place_of(event, shape, gates, micro)
+        event.no_sync = any(event.inside(w) for w in sync_blocks)
+    for gate in gates:
+        gate.zero_based = _zero_based(unit, gate, root, events)
+    gate_nodes = [g.node for g in gates]
+    cadence = set(collector.reported)
+    for node, _ in collector.ifs:
+        if not any(node is g for g in gate_nodes):
+            cadence |= names_in(node.test)
     loop = TrainingLoop(root=root, unit=unit, shape=shape, events=events, gates=gates,
-                        micro_loops=micro, accumulate_blocks=accumulate)
+                        micro_loops=micro, accumulate_blocks=accumulate,
+                        iterates_loader=_iterates_loader(root), cadence_names=frozenset(cadence),
+                        callees=frozenset(name for name, chain in collector.callees if any(a is root for a in chain)))
     loop.factor = _factor(unit, loop)
     return loop
+
+
+def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:
+    """``with model.no_sync():``, ``fabric.no_backward_sync(...)``, ``accelerator.accumulate``,
+    or a context variable chosen from one (``ctx = nullcontext() if last else model.no_sync()``)."""
+    for item in with_node.items:
+        expr = item.item
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+            if expr.func.attr.value in _SYNC_CONTEXTS:
+                return True
+        name = dotted(expr.func if isinstance(expr, cst.Call) else expr)
+        for value in unit.bound_values(name) if name else []:
+            if any(word in unit.code(value) for word in _SYNC_CONTEXTS):
+                return True
+    return False
+
+
+def _iterates_loader(root: cst.CSTNode) -> bool:
+    """A ``for`` over a finite data loader (not ``range``/``count``)."""
+    if not isinstance(root, cst.For):
+        return False
+    source = root.iter
+    while isinstance(source, cst.Call) and dotted(source.func) in ("enumerate", "tqdm", "tqdm.tqdm", "zip"):
+        if not source.args:
+            return False
+        source = source.args[0].value
+    if isinstance(source, cst.Call):
+        return dotted(source.func) not in _UNBOUNDED
+    return True
+
+
+def _zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether the gate's counter reads 0 on the first micro-batch: an ``enumerate`` index
+    without ``start``, a ``range`` variable, Lightning's ``batch_idx``, or a counter that is
+    incremented only after the gate."""
+    counter = gate.counter
+    if counter is None or gate.offset_one:
+        return False
+    if isinstance(root, cst.For) and _loop_index(root) == counter:
+        return True
+    if isinstance(root, cst.FunctionDef):
+        params = {p.name.value for p in root.params.params}
+        if counter in params and counter in _ZERO_BASED_PARAMS:
+            return True
+    increments = [e for e in events if e.role is Role.COUNTER and e.receiver == counter]
+    return bool(increments) and all(e.span.line > gate.span.line for e in increments)
+
+
+def _loop_index(loop: cst.For) -> str | None:
+    """The 0-based index a ``for`` binds: ``i`` in ``for i, b in enumerate(x)`` or ``for i in range(n)``."""
+    source = loop.iter
+    if not isinstance(source, cst.Call):
+        return None
+    func = dotted(source.func)
+    if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
+        starts = [a for a in source.args[1:] if a.keyword is None] + [a for a in source.args if a.keyword and a.keyword.value == "start"]
+        if starts and not (isinstance(starts[0].value, cst.Integer) and starts[0].value.evaluated_value == 0):
+            return None
+        return dotted(loop.target.elements[0].value)
+    if func == "range" and len(source.args) == 1:
+        return dotted(loop.target)
+    return None
 
 
 def _place_of(event: Event, shape: Shape, gates: list[Gate], micro: list[cst.CSTNode]) -> Place:

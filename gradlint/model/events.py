@@ -33,6 +33,7 @@ class Role(str, Enum):
     SCALER_UPDATE = "scaler_update"
     SCHEDULER_STEP = "scheduler_step"
     COUNTER = "counter"
+    SYNC_TOGGLE = "sync_toggle"  # `model.require_backward_grad_sync = ...` (nanoGPT)
 
 
 UPDATE_ROLES = frozenset({Role.STEP, Role.ZERO_GRAD, Role.CLIP, Role.UNSCALE, Role.SCALER_UPDATE, Role.SCHEDULER_STEP})
@@ -69,6 +70,7 @@ class Event:
     framework: str | None = None
     closure: bool = False
     metric: bool = False
+    no_sync: bool = False  # inside `no_sync()`, `no_backward_sync()` or `accumulate()`
     order: int = 0
     ancestors: tuple[cst.CSTNode, ...] = ()
     place: Place = Place.EVERY
@@ -97,6 +99,7 @@ class Gate:
     count_bound: cst.BaseExpression | None = None
     offset_one: bool = False  # the test reads `(i + 1) % N` or compares with N - 1
     final_branch: bool = False
+    zero_based: bool = False  # the counter is 0 on the first micro-batch of the epoch
 
 
 @dataclass(eq=False)
@@ -111,6 +114,9 @@ class TrainingLoop:
     micro_loops: list[cst.CSTNode] = field(default_factory=list)
     accumulate_blocks: list[cst.With] = field(default_factory=list)
     factor: cst.BaseExpression | None = None
+    iterates_loader: bool = False  # a `for` over a finite data loader
+    callees: frozenset[str] = frozenset()  # last names of every call inside the loop
+    cadence_names: frozenset[str] = frozenset()  # read by if-tests or logging/eval/save calls
 
     @property
     def span(self) -> Span:
@@ -130,6 +136,11 @@ class TrainingLoop:
             if any(e.role is Role.STEP and e.inside(gate.node) for e in self.events):
                 return gate
         return self.gates[0] if self.gates else None
+
+    @property
+    def sync_controlled(self) -> bool:
+        """nanoGPT's ``model.require_backward_grad_sync = ...`` toggles the all-reduce."""
+        return any(e.role is Role.SYNC_TOGGLE for e in self.events)
 
     def of(self, *roles: Role) -> list[Event]:
         """Events with one of ``roles``, in source order."""

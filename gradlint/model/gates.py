@@ -7,7 +7,7 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
-from gradlint.model.syntax import dotted
+from gradlint.model.syntax import dotted, names_in
 
 _FINAL_WORDS = ("len(", "last", "final", "steps_per_epoch", "num_batches", "epoch_end", "max_steps", "total_steps")
 _COUNT_WORDS = ("count", "accum", "micro", "acc_step", "n_acc")
@@ -71,13 +71,27 @@ def _read_bool(
     if not gates:
         return None
     first = gates[0]
-    if isinstance(expr.operator, cst.Or) and first.update_when:
-        final = any(r is None and is_final_condition(op, code) for op, r in zip(operands, readings))
-        return replace(first, final_branch=first.final_branch or final)
-    if isinstance(expr.operator, cst.And) and not first.update_when:
-        final = any(r is None and is_final_condition(op, code) for op, r in zip(operands, readings))
+    if isinstance(expr.operator, cst.Or) == first.update_when:
+        final = any(
+            r is None and _ends_epoch(op, first.counter, lookup, code, depth)
+            for op, r in zip(operands, readings)
+        )
         return replace(first, final_branch=first.final_branch or final)
     return first
+
+
+def _ends_epoch(expr: cst.BaseExpression, counter: str | None, lookup: Lookup, code: Code, depth: int) -> bool:
+    """A final-window test: it names the end (``len(loader)``, ``is_last``), or compares the
+    gate's own counter with something (``step + 1 == n_batches``)."""
+    if is_final_condition(expr, code):
+        return True
+    if isinstance(expr, cst.UnaryOperation):
+        return _ends_epoch(expr.expression, counter, lookup, code, depth)
+    if isinstance(expr, cst.Comparison):
+        return counter is not None and counter in names_in(expr)
+    name = dotted(expr)
+    assigned = lookup(name) if name and depth < 4 else None
+    return assigned is not None and _ends_epoch(assigned, counter, lookup, code, depth + 1)
 
 
 def _flatten(expr: cst.BaseExpression, op_type: type) -> list[cst.BaseExpression]:

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from gradlint.diagnostics import Severity
 from gradlint.rules.base import Finding, Rule, RuleInfo
+from gradlint.rules.counters import CounterPerMicroBatch
+from gradlint.rules.gates import DroppedFinalWindow, OffByOneGate
 from gradlint.rules.ordering import ClipAfterStep
 from gradlint.rules.placement import (
     ClipPerMicroBatch,
@@ -12,6 +14,14 @@ from gradlint.rules.placement import (
     ZeroGradPerMicroBatch,
 )
 from gradlint.rules.scaling import MissingAccumulationScaling
+from gradlint.rules.sync import UnsyncedAccumulation
+from gradlint.rules.update_order import (
+    ClipBeforeUnscale,
+    MissingZeroGrad,
+    SchedulerBeforeOptimizer,
+    ZeroGradBeforeStep,
+)
+from gradlint.rules.weighting import DoubleAccumulationScaling, FixedDivisorPartialWindow, MeanOfMeans
 
 SYNTAX_ERROR = RuleInfo("GL000", "syntax-error", Severity.ERROR,
                         "The file holds training-loop text but cannot be read or parsed.")
@@ -23,8 +33,19 @@ RULES: dict[str, Rule] = {
         StepPerMicroBatch(),
         ZeroGradPerMicroBatch(),
         SchedulerPerMicroBatch(),
+        CounterPerMicroBatch(),
         MissingAccumulationScaling(),
+        FixedDivisorPartialWindow(),
+        MeanOfMeans(),
+        DoubleAccumulationScaling(),
         ClipAfterStep(),
+        SchedulerBeforeOptimizer(),
+        ClipBeforeUnscale(),
+        MissingZeroGrad(),
+        ZeroGradBeforeStep(),
+        DroppedFinalWindow(),
+        UnsyncedAccumulation(),
+        OffByOneGate(),
     )
 }
 

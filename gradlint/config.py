@@ -1,0 +1,273 @@
+"""Configuration files: ``[tool.gradlint]`` in ``pyproject.toml``, ``gradlint.toml``, ``.gradlint.toml``.
+
+The configuration that governs a file is the nearest one found from the file's folder upward
+(in one folder ``.gradlint.toml`` wins over ``gradlint.toml``, which wins over a
+``pyproject.toml`` that has a ``[tool.gradlint]`` table). Files are not merged. Patterns
+(``exclude``, ``per-file-ignores``) are relative to the configuration file's folder.
+:func:`settings_for` turns that configuration plus command-line overrides into the
+:class:`~gradlint.settings.Settings` one file is linted with.
+"""
+
+from __future__ import annotations
+
+import sys
+from collections.abc import Callable
+from dataclasses import dataclass, replace
+from functools import lru_cache
+from pathlib import Path
+from typing import Any
+
+import pathspec
+
+from gradlint.names import Kind
+from gradlint.rules import CATALOGUE
+from gradlint.settings import Settings, SettingsError, expand_codes
+
+if sys.version_info >= (3, 11):
+    import tomllib
+else:  # pragma: no cover - exercised on Python 3.10 only
+    import tomli as tomllib
+
+CONFIG_NAMES = (".gradlint.toml", "gradlint.toml", "pyproject.toml")
+NAME_KINDS = {
+    "optimizers": Kind.OPTIMIZER,
+    "schedulers": Kind.SCHEDULER,
+    "scalers": Kind.SCALER,
+    "accelerators": Kind.ACCELERATOR,
+}
+
+
+@dataclass(frozen=True)
+class Config:
+    """One configuration file's validated contents (hashable; ``None`` means "not set")."""
+
+    path: Path | None = None
+    root: Path = Path(".")
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    per_file_ignores: tuple[tuple[str, tuple[str, ...]], ...] = ()
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool = True
+    force_exclude: bool = False
+    names: tuple[tuple[str, Kind], ...] = ()
+
+
+@dataclass(frozen=True)
+class Overrides:
+    """Command-line options that take precedence over configuration files."""
+
+    select: tuple[str, ...] | None = None
+    ignore: tuple[str, ...] = ()
+    extend_select: tuple[str, ...] = ()
+    exclude: tuple[str, ...] | None = None
+    extend_exclude: tuple[str, ...] = ()
+    respect_gitignore: bool | None = None
+    force_exclude: bool | None = None
+
+
+def _codes(value: Any, where: str) -> tuple[str, ...]:
+    items = _strings(value, where)
+    for item in items:
+        try:
+            expand_codes(CATALOGUE, [item])
+        except SettingsError:
+            raise SettingsError(f"{where}: unknown rule code or prefix {item!r}") from None
+    return items
+
+
+def _strings(value: Any, where: str) -> tuple[str, ...]:
+    if not isinstance(value, list) or not all(isinstance(v, str) for v in value):
+        raise SettingsError(f"{where}: expected a list of strings")
+    return tuple(value)
+
+
+def _bool(value: Any, where: str) -> bool:
+    if not isinstance(value, bool):
+        raise SettingsError(f"{where}: expected true or false")
+    return value
+
+
+def _per_file_ignores(value: Any, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
+    if not isinstance(value, dict):
+        raise SettingsError(f"{where}: expected a table of glob = [codes]")
+    return tuple((glob, _codes(codes, f"{where}.{glob!r}")) for glob, codes in value.items())
+
+
+def _names(value: Any, where: str) -> tuple[tuple[str, Kind], ...]:
+    if not isinstance(value, dict):
+        raise SettingsError(f"{where}: expected a table with {', '.join(NAME_KINDS)}")
+    found: dict[str, Kind] = {}
+    for key, names in value.items():
+        if key not in NAME_KINDS:
+            raise SettingsError(f"{where}: unknown key {key!r} (expected one of {', '.join(NAME_KINDS)})")
+        for name in _strings(names, f"{where}.{key}"):
+            if not name.isidentifier():
+                raise SettingsError(f"{where}.{key}: {name!r} is not a Python identifier")
+            found[name] = NAME_KINDS[key]
+    return tuple(sorted(found.items()))
+
+
+# key -> (Config field, validator). New keys go here.
+_KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
+    "select": ("select", _codes),
+    "ignore": ("ignore", _codes),
+    "extend-select": ("extend_select", _codes),
+    "per-file-ignores": ("per_file_ignores", _per_file_ignores),
+    "exclude": ("exclude", _strings),
+    "extend-exclude": ("extend_exclude", _strings),
+    "respect-gitignore": ("respect_gitignore", _bool),
+    "force-exclude": ("force_exclude", _bool),
+    "names": ("names", _names),
+}
+
+
+def parse_config(table: dict[str, Any], path: Path, section: str) -> Config:
+    """Validate a ``[tool.gradlint]`` (or top-level) table read from ``path``."""
+    values: dict[str, Any] = {}
+    for key, value in table.items():
+        if key not in _KEYS:
+            known = ", ".join(_KEYS)
+            raise SettingsError(f"{path}: unknown key {key!r} in {section} (known keys: {known})")
+        field_name, validate = _KEYS[key]
+        values[field_name] = validate(value, f"{path}: {section} {key}")
+    return Config(path=path, root=path.parent, **values)
+
+
+def _read_toml(path: Path) -> dict[str, Any]:
+    try:
+        with path.open("rb") as handle:
+            return tomllib.load(handle)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{path}: invalid TOML: {exc}") from None
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read configuration: {exc.strerror or exc}") from None
+
+
+@lru_cache(maxsize=256)
+def _load(path: Path, stamp: tuple[int, int]) -> Config | None:
+    data = _read_toml(path)
+    if path.name != "pyproject.toml":
+        return parse_config(data, path, "top level")
+    tool = data.get("tool", {})
+    if not isinstance(tool, dict) or "gradlint" not in tool:
+        return None
+    if not isinstance(tool["gradlint"], dict):
+        raise SettingsError(f"{path}: [tool.gradlint] must be a table")
+    return parse_config(tool["gradlint"], path, "[tool.gradlint]")
+
+
+def load_config(path: Path) -> Config | None:
+    """The configuration in ``path`` (cached per file and modification time).
+
+    ``None`` for a ``pyproject.toml`` without a ``[tool.gradlint]`` table.
+    """
+    path = path.absolute()
+    try:
+        info = path.stat()
+    except OSError as exc:
+        raise SettingsError(f"{path}: cannot read configuration: {exc.strerror or exc}") from None
+    return _load(path, (info.st_mtime_ns, info.st_size))
+
+
+class ConfigResolver:
+    """Finds the configuration governing each path, remembering answers per folder for one run.
+
+    ``config`` (``--config``) governs every path; ``isolated`` (``--isolated``) ignores all
+    configuration files.
+    """
+
+    def __init__(self, *, config: Path | None = None, isolated: bool = False) -> None:
+        if config is not None and not isolated and not config.is_file():
+            raise SettingsError(f"{config}: configuration file not found")
+        self.config = config
+        self.isolated = isolated
+        self._folders: dict[Path, Config] = {}
+
+    def for_path(self, path: Path) -> Config:
+        """The configuration for a file (or folder) ``path``."""
+        path = path.absolute()
+        return self.for_folder(path if path.is_dir() else path.parent)
+
+    def for_folder(self, folder: Path) -> Config:
+        """The configuration for files directly inside ``folder``."""
+        if self.isolated:
+            return Config(root=Path.cwd().absolute())
+        if self.config is not None:
+            path = self.config.absolute()
+            return load_config(path) or Config(path=path, root=path.parent)
+        found = self._folders.get(folder)
+        if found is None:
+            found = self._own(folder)
+            if found is None:
+                parent = folder.parent
+                found = Config(root=Path.cwd().absolute()) if parent == folder else self.for_folder(parent)
+            self._folders[folder] = found
+        return found
+
+    @staticmethod
+    def _own(folder: Path) -> Config | None:
+        for name in CONFIG_NAMES:
+            path = folder / name
+            if path.is_file():
+                found = load_config(path)
+                if found is not None:
+                    return found
+        return None
+
+
+def _layer(chosen: set[str], select: tuple[str, ...] | None, ignore: tuple[str, ...],
+           extend_select: tuple[str, ...]) -> set[str]:
+    if select is not None:
+        chosen = expand_codes(CATALOGUE, list(select))
+    return (chosen | expand_codes(CATALOGUE, list(extend_select))) - expand_codes(CATALOGUE, list(ignore))
+
+
+@lru_cache(maxsize=256)
+def _base_settings(cfg: Config, overrides: Overrides) -> Settings:
+    chosen = {code for code, info in CATALOGUE.items() if info.default}
+    chosen = _layer(chosen, cfg.select, cfg.ignore, cfg.extend_select)
+    chosen = _layer(chosen, overrides.select, overrides.ignore, overrides.extend_select)
+    return Settings(select=frozenset(chosen), extra_names=cfg.names)
+
+
+@lru_cache(maxsize=256)
+def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
+    return pathspec.GitIgnoreSpec.from_lines(patterns)
+
+
+def matches(patterns: tuple[str, ...], path: Path, root: Path, is_dir: bool = False) -> bool:
+    """Whether gitignore-style ``patterns`` relative to ``root`` match ``path``.
+
+    A path outside ``root`` is matched by its name alone.
+    """
+    if not patterns:
+        return False
+    try:
+        relative = path.absolute().relative_to(root.absolute()).as_posix()
+    except ValueError:
+        relative = path.name
+    if relative in ("", "."):
+        return False
+    return _spec(patterns).match_file(relative + "/" if is_dir else relative)
+
+
+def settings_for(path: Path, *, config: Path | None = None, isolated: bool = False,
+                 overrides: Overrides = Overrides(), resolver: ConfigResolver | None = None) -> Settings:
+    """The settings one file is linted with: its configuration, the overrides, its per-file ignores.
+
+    ``resolver`` (optional) shares folder look-ups across the files of one run; otherwise
+    ``config`` and ``isolated`` choose the configuration. Raises
+    :class:`~gradlint.settings.SettingsError` (naming the file and key) for a bad configuration.
+    """
+    resolver = resolver or ConfigResolver(config=config, isolated=isolated)
+    cfg = resolver.for_path(path)
+    settings = _base_settings(cfg, overrides)
+    ignored: set[str] = set()
+    for glob, codes in cfg.per_file_ignores:
+        if matches((glob,), path, cfg.root):
+            ignored |= expand_codes(CATALOGUE, list(codes))
+    if not ignored & settings.select:
+        return settings
+    return replace(settings, select=settings.select - ignored)

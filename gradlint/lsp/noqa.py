@@ -1,0 +1,84 @@
+"""``# noqa: GLxxx`` comments: adding a code to a line, finding the code under the cursor."""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from dataclasses import dataclass
+
+NOQA = re.compile(
+    r"#\s*noqa(?::[ \t]*(?P<codes>GL\d+(?:[ \t]*,?[ \t]*GL\d+)*))?",
+    re.IGNORECASE,
+)
+IGNORE = re.compile(r"#\s*gradlint:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
+CODE = re.compile(r"GL\d{3}", re.IGNORECASE)
+
+
+@dataclass(frozen=True)
+class LineEdit:
+    """Replace code points ``start:end`` of one line (0-based) with ``content``."""
+
+    line: int
+    start: int
+    end: int
+    content: str
+
+
+def comment_start(source: str, line: int) -> int | None:
+    """Code-point column where the comment of 0-based ``line`` starts, if it has one.
+
+    Uses the tokenizer so a ``#`` inside a string is not a comment; returns -1 when the
+    line ends inside a multi-line string (no comment may be appended there).
+    """
+    lines = source.split("\n")
+    if line >= len(lines) or "#" not in lines[line] and not _may_continue_string(lines[line]):
+        return None
+    try:
+        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+            if token.start[0] - 1 > line:
+                break
+            if token.type == tokenize.COMMENT and token.start[0] - 1 == line:
+                return token.start[1]
+            if token.start[0] - 1 <= line < token.end[0] - 1:
+                return -1  # a string (or f-string part) runs past the end of this line
+    except (tokenize.TokenError, SyntaxError, IndentationError):
+        match = NOQA.search(lines[line]) or IGNORE.search(lines[line])
+        return match.start() if match else None
+    return None
+
+
+def _may_continue_string(text: str) -> bool:
+    return '"""' in text or "'''" in text
+
+
+def add_code(source: str, line: int, code: str) -> LineEdit | None:
+    """The edit that suppresses ``code`` on 0-based ``line``, or None if it is already
+    suppressed there (or no comment can be placed on that line)."""
+    text = source.split("\n")[line].rstrip("\r")
+    start = comment_start(source, line)
+    if start == -1:
+        return None
+    comment = text[start:] if start is not None else ""
+    match = NOQA.search(comment)
+    if match:
+        codes = match.group("codes")
+        if codes is None or code.upper() in {c.upper() for c in CODE.findall(codes)}:
+            return None
+        at = start + match.end("codes")
+        return LineEdit(line, at, at, f", {code}")
+    content_end = len(text.rstrip())
+    return LineEdit(line, content_end, len(text), f"  # noqa: {code}")
+
+
+def code_at(line_text: str, column: int) -> str | None:
+    """The rule code of a noqa or ``gradlint: ignore[...]`` comment under 0-based ``column``."""
+    for pattern in (NOQA, IGNORE):
+        for match in pattern.finditer(line_text):
+            if match.group("codes") is None:
+                continue
+            offset = match.start("codes")
+            for code in CODE.finditer(match.group("codes")):
+                if offset + code.start() <= column <= offset + code.end():
+                    return code.group().upper()
+    return None

@@ -1,0 +1,81 @@
+"""The settings of each document: its nearest configuration, re-read when a config file changes.
+
+A cache entry is keyed by the document's path (per-file ignores differ within a folder) and
+remembers a fingerprint (size and mtime) of every configuration file that could apply, from
+the document's folder up to the root.
+The fingerprint is taken again on each lookup (a few ``stat`` calls), so an edited, created
+or deleted config is picked up on the next lint even if the client does not report it.
+"""
+
+from __future__ import annotations
+
+import os
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+from gradlint.settings import Settings, SettingsError, default_settings
+
+CONFIG_NAMES = ("pyproject.toml", "gradlint.toml", ".gradlint.toml")
+
+Fingerprint = tuple[tuple[str, int, int], ...]
+
+
+def fingerprint(folder: Path) -> Fingerprint:
+    """Size and mtime of every config file from ``folder`` up to the filesystem root."""
+    found: list[tuple[str, int, int]] = []
+    for directory in (folder, *folder.parents):
+        for name in CONFIG_NAMES:
+            try:
+                stat = os.stat(directory / name)
+            except OSError:
+                continue
+            found.append((str(directory / name), stat.st_size, stat.st_mtime_ns))
+    return tuple(found)
+
+
+def load_settings(path: Path) -> Settings:
+    """The settings the CLI would use for ``path`` (raises :class:`SettingsError`)."""
+    try:
+        from gradlint.config import settings_for
+    except ImportError:  # configuration files are not supported by this gradlint yet
+        return default_settings()
+    return settings_for(path)
+
+
+@dataclass(frozen=True)
+class Resolved:
+    """Settings for one document, and the configuration error that forced the defaults."""
+
+    settings: Settings
+    error: str | None = None
+
+
+class SettingsCache:
+    """Thread-safe settings per document, invalidated by config-file fingerprints."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[Path, tuple[Fingerprint, Resolved]] = {}
+
+    def resolve(self, path: Path | None) -> Resolved:
+        """Settings for a document at ``path`` (None for an unsaved buffer: the defaults)."""
+        if path is None:
+            return Resolved(default_settings())
+        current = fingerprint(path.parent)
+        with self._lock:
+            cached = self._entries.get(path)
+        if cached and cached[0] == current:
+            return cached[1]
+        try:
+            resolved = Resolved(load_settings(path))
+        except SettingsError as exc:
+            resolved = Resolved(default_settings(), str(exc))
+        with self._lock:
+            self._entries[path] = (current, resolved)
+        return resolved
+
+    def clear(self) -> None:
+        """Forget everything (a watched config file changed)."""
+        with self._lock:
+            self._entries.clear()

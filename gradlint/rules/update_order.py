@@ -1,0 +1,103 @@
+"""GL302-GL305: the order of the update's own steps (scheduler, unscale, zero_grad)."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gradlint.diagnostics import Severity
+from gradlint.model.events import Event, Role, Shape, TrainingLoop
+from gradlint.names import Kind
+from gradlint.rules.base import Finding, Rule, RuleInfo
+from gradlint.rules.helpers import backward_before, call_text, engine_loop
+
+
+def _steps(loop: TrainingLoop) -> list[Event]:
+    return [e for e in loop.of(Role.STEP) if not e.closure and not e.engine_owned]
+
+
+def _backward_between(loop: TrainingLoop, first: Event, second: Event) -> bool:
+    return any(first.order < b.order < second.order for b in loop.of(Role.BACKWARD))
+
+
+class SchedulerBeforeOptimizer(Rule):
+    info = RuleInfo("GL302", "scheduler-before-optimizer", Severity.WARNING,
+                    "The LR scheduler is advanced before the optimizer step of the same update.")
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        for sched in loop.of(Role.SCHEDULER_STEP):
+            if sched.metric:
+                continue
+            later = [s for s in _steps(loop) if s.order > sched.order and s.place is sched.place
+                     and not _backward_between(loop, sched, s)]
+            if later:
+                step = call_text(loop, later[0])
+                yield Finding(sched.span, f"{call_text(loop, sched)} runs before {step} in the same update, so "
+                              f"the first learning-rate value of the schedule is skipped; call it after {step}")
+
+
+def uses_scaler(loop: TrainingLoop) -> bool:
+    """AMP: a GradScaler steps, unscales, updates or scales the loss in this loop."""
+    if any(e.kind is Kind.SCALER for e in loop.events):
+        return True
+    return any("scale(" in loop.unit.code(e.loss) for e in loop.of(Role.BACKWARD) if e.loss is not None)
+
+
+class ClipBeforeUnscale(Rule):
+    info = RuleInfo("GL303", "clip-before-unscale", Severity.ERROR,
+                    "Under a GradScaler, gradients are clipped while still scaled (no unscale_ before the clip).")
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        if engine_loop(loop) or not uses_scaler(loop):
+            return
+        for clip in loop.of(Role.CLIP):
+            if clip.framework != "torch":
+                continue  # accelerator / fabric / Lightning clipping unscales first
+            backward = backward_before(loop, clip)
+            low = backward.order if backward is not None else -1
+            if any(low < u.order < clip.order for u in loop.of(Role.UNSCALE)):
+                continue
+            yield Finding(clip.span, f"{call_text(loop, clip)} clips gradients that the GradScaler still "
+                          "multiplies by the loss scale, so the threshold means nothing; call "
+                          "scaler.unscale_(optimizer) first, in the same update")
+
+
+class MissingZeroGrad(Rule):
+    info = RuleInfo("GL304", "missing-zero-grad", Severity.ERROR,
+                    "A loop runs backward and step but never zeroes gradients, so they accumulate forever.")
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        steps = _steps(loop)
+        if not steps or engine_loop(loop) or not loop.of(Role.BACKWARD) or loop.of(Role.ZERO_GRAD):
+            return
+        if loop.shape is Shape.PLAIN and loop.root is loop.unit.root:
+            return  # a per-batch function: the caller may zero the gradients
+        facts = loop.unit.facts
+        if any("zero" in name or name in facts.zeroing_functions for name in loop.callees):
+            return
+        yield Finding(steps[0].span, f"{call_text(loop, steps[0])} runs every update but gradients are never "
+                      "zeroed in this loop, so each update adds all previous gradients again; call "
+                      "optimizer.zero_grad() once per update, after the step")
+
+
+class ZeroGradBeforeStep(Rule):
+    info = RuleInfo("GL305", "zero-grad-before-step", Severity.ERROR,
+                    "zero_grad runs between the last backward and the step of the same update.")
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        if engine_loop(loop):
+            return
+        steps = _steps(loop)
+        targets = {s.target for s in steps}
+        for step in steps:
+            backward = backward_before(loop, step)
+            if backward is None:
+                continue
+            for zero in loop.of(Role.ZERO_GRAD):
+                if not (backward.order < zero.order < step.order and zero.place is step.place):
+                    continue
+                if zero.kind is Kind.OPTIMIZER and zero.receiver != step.target and step.target is not None:
+                    continue  # another optimizer's gradients (GANs, actor-critic)
+                if zero.kind is not Kind.OPTIMIZER and len(targets) > 1:
+                    continue
+                yield Finding(zero.span, f"{call_text(loop, zero)} runs after the last backward and before "
+                              f"{call_text(loop, step)}, so the step sees zero gradients; zero after the step")
