@@ -228,6 +228,9 @@ def _place(
         event.no_sync = any(event.inside(w) for w in sync_blocks)
     for gate in gates:
         gate.zero_based = _zero_based(unit, gate, root, events)
+        gate.restarts_each_epoch = gate.count_bound is not None or (
+            isinstance(root, cst.For) and gate.counter is not None and _loop_index(root, any_start=True) == gate.counter
+        )
     gate_nodes = [g.node for g in gates]
     cadence = set(collector.reported)
     for node, _ in collector.ifs:
@@ -287,15 +290,16 @@ def _zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Eve
     return bool(increments) and all(e.span.line > gate.span.line for e in increments)
 
 
-def _loop_index(loop: cst.For) -> str | None:
-    """The 0-based index a ``for`` binds: ``i`` in ``for i, b in enumerate(x)`` or ``for i in range(n)``."""
+def _loop_index(loop: cst.For, any_start: bool = False) -> str | None:
+    """The 0-based index a ``for`` binds: ``i`` in ``for i, b in enumerate(x)`` or ``for i in range(n)``
+    (with ``any_start``, also ``enumerate(x, start=1)``)."""
     source = loop.iter
     if not isinstance(source, cst.Call):
         return None
     func = dotted(source.func)
     if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
         starts = [a for a in source.args[1:] if a.keyword is None] + [a for a in source.args if a.keyword and a.keyword.value == "start"]
-        if starts and not (isinstance(starts[0].value, cst.Integer) and starts[0].value.evaluated_value == 0):
+        if starts and not any_start and not (isinstance(starts[0].value, cst.Integer) and starts[0].value.evaluated_value == 0):
             return None
         return dotted(loop.target.elements[0].value)
     if func == "range" and len(source.args) == 1:
@@ -385,11 +389,17 @@ def _ends_with_continue(block: cst.BaseSuite) -> bool:
 
 
 def _qualifies(gate: Gate, events: list[Event], accelerate: bool, test: GateTest) -> bool:
-    """A gate must hold an update: the step or zero_grad, or (with a flag test or under
-    Accelerate) any boundary work; a periodic log or LR tweak is not an update gate."""
+    """Whether an ``if`` separates the update boundary from micro-batches whose gradients
+    it consumes. It must step on gradients accumulated outside it (a gate that runs its own
+    zero_grad/backward/step is a self-contained, conditional update: TD3's delayed actor),
+    or be the only place that zeroes them; with a flag test (``sync_gradients``) or under
+    Accelerate any boundary work counts. A periodic log, eval or LR tweak is no gate."""
     inside = [e for e in events if e.role in UPDATE_ROLES | {Role.COUNTER} and _in_branch(e, gate)]
-    if any(e.role in (Role.STEP, Role.ZERO_GRAD) for e in inside):
-        return True
+    backward_inside = any(e.role is Role.BACKWARD and _in_branch(e, gate) for e in events)
+    if any(e.role is Role.STEP and not e.closure for e in inside):
+        return not backward_inside
+    if any(e.role is Role.ZERO_GRAD for e in inside):
+        return not any(e.role is Role.ZERO_GRAD and not _in_branch(e, gate) for e in events)
     flag_test = test.modulus is None and test.count_bound is None
     return bool(inside) and (accelerate or flag_test)
 

@@ -100,6 +100,7 @@ class Gate:
     offset_one: bool = False  # the test reads `(i + 1) % N` or compares with N - 1
     final_branch: bool = False
     zero_based: bool = False  # the counter is 0 on the first micro-batch of the epoch
+    restarts_each_epoch: bool = False  # the loop's own enumerate index, or a `count == N` window
 
 
 @dataclass(eq=False)
@@ -141,6 +142,19 @@ class TrainingLoop:
     def sync_controlled(self) -> bool:
         """nanoGPT's ``model.require_backward_grad_sync = ...`` toggles the all-reduce."""
         return any(e.role is Role.SYNC_TOGGLE for e in self.events)
+
+    @staticmethod
+    def exclusive(first: Event, second: Event) -> bool:
+        """Whether two events sit in different branches of one ``if``/``else`` (never both run)."""
+        for node in first.ancestors:
+            if not isinstance(node, cst.If) or not second.inside(node):
+                continue
+            branches = [node.body, node.orelse]
+            side_a = [b is not None and first.inside(b) for b in branches]
+            side_b = [b is not None and second.inside(b) for b in branches]
+            if any(side_a) and any(side_b) and side_a != side_b:
+                return True
+        return False
 
     def of(self, *roles: Role) -> list[Event]:
         """Events with one of ``roles``, in source order."""

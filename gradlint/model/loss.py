@@ -115,6 +115,8 @@ class _Tracer:
         func = call.func
         callee = dotted(func) or ""
         last = func.attr.value if isinstance(func, cst.Attribute) else callee.rsplit(".", 1)[-1]
+        if last == "cast" and len(call.args) == 2:  # typing.cast(Tensor, loss)
+            return self.trace(call.args[1].value, line, depth + 1)
         if last in _SCALING_CALLS:
             if call.args:
                 self.divisors.append(call.args[-1].value)

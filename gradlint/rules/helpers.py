@@ -34,8 +34,8 @@ def per_micro_batch(loop: TrainingLoop, role: Role) -> list[Event]:
 
 
 def backward_before(loop: TrainingLoop, event: Event) -> Event | None:
-    """The last backward call textually before ``event`` in the loop."""
-    found = [e for e in loop.of(Role.BACKWARD) if e.order < event.order]
+    """The last backward call before ``event`` on the same path through the loop body."""
+    found = [e for e in loop.of(Role.BACKWARD) if e.order < event.order and not loop.exclusive(e, event)]
     return found[-1] if found else None
 
 

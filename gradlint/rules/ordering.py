@@ -17,6 +17,7 @@ def steps_between(loop: TrainingLoop, after: Event | None, before: Event) -> lis
     return [
         e for e in loop.of(Role.STEP)
         if low < e.order < before.order and not e.closure and e.place is before.place
+        and not loop.exclusive(e, before)
     ]
 
 

@@ -28,18 +28,23 @@ class SchedulerBeforeOptimizer(Rule):
             if sched.metric:
                 continue
             later = [s for s in _steps(loop) if s.order > sched.order and s.place is sched.place
-                     and not _backward_between(loop, sched, s)]
+                     and not _backward_between(loop, sched, s) and not loop.exclusive(sched, s)]
             if later:
                 step = call_text(loop, later[0])
                 yield Finding(sched.span, f"{call_text(loop, sched)} runs before {step} in the same update, so "
                               f"the first learning-rate value of the schedule is skipped; call it after {step}")
 
 
-def uses_scaler(loop: TrainingLoop) -> bool:
-    """AMP: a GradScaler steps, unscales, updates or scales the loss in this loop."""
-    if any(e.kind is Kind.SCALER for e in loop.events):
-        return True
-    return any("scale(" in loop.unit.code(e.loss) for e in loop.of(Role.BACKWARD) if e.loss is not None)
+def uses_scaler(loop: TrainingLoop, event: Event) -> bool:
+    """AMP: a GradScaler steps, unscales, updates or scales the loss on ``event``'s path."""
+    for other in loop.events:
+        if loop.exclusive(other, event):
+            continue
+        if other.kind is Kind.SCALER:
+            return True
+        if other.role is Role.BACKWARD and other.loss is not None and "scale(" in loop.unit.code(other.loss):
+            return True
+    return False
 
 
 class ClipBeforeUnscale(Rule):
@@ -47,14 +52,14 @@ class ClipBeforeUnscale(Rule):
                     "Under a GradScaler, gradients are clipped while still scaled (no unscale_ before the clip).")
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
-        if engine_loop(loop) or not uses_scaler(loop):
+        if engine_loop(loop):
             return
         for clip in loop.of(Role.CLIP):
-            if clip.framework != "torch":
+            if clip.framework != "torch" or not uses_scaler(loop, clip):
                 continue  # accelerator / fabric / Lightning clipping unscales first
             backward = backward_before(loop, clip)
             low = backward.order if backward is not None else -1
-            if any(low < u.order < clip.order for u in loop.of(Role.UNSCALE)):
+            if any(low < u.order < clip.order and not loop.exclusive(u, clip) for u in loop.of(Role.UNSCALE)):
                 continue
             yield Finding(clip.span, f"{call_text(loop, clip)} clips gradients that the GradScaler still "
                           "multiplies by the loss scale, so the threshold means nothing; call "
@@ -94,6 +99,8 @@ class ZeroGradBeforeStep(Rule):
                 continue
             for zero in loop.of(Role.ZERO_GRAD):
                 if not (backward.order < zero.order < step.order and zero.place is step.place):
+                    continue
+                if loop.exclusive(zero, step):
                     continue
                 if zero.kind is Kind.OPTIMIZER and zero.receiver != step.target and step.target is not None:
                     continue  # another optimizer's gradients (GANs, actor-critic)
