@@ -15,15 +15,17 @@ from gradlint.diagnostics import Diagnostic, Span
 from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import parse_unit
-from gradlint.rules import RULES, SYNTAX_ERROR
+from gradlint.rules import RULES, SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.screen import might_hold_training_loop, screen
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode
+from gradlint.suppression import apply_suppressions, might_hold_suppression
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings) -> list[Diagnostic]:
     """Decode ``data`` like Python does, then lint it; undecodable text is a GL000."""
-    if not might_hold_training_loop(data.decode("latin-1")):
+    latin = data.decode("latin-1")
+    if not might_hold_training_loop(latin) and not _unused_suppressions_wanted(latin, settings):
         return []
     try:
         text = decode(data).text
@@ -33,8 +35,11 @@ def lint_bytes(data: bytes, path: str, settings: Settings) -> list[Diagnostic]:
 
 
 def lint_source(source: str, path: str, settings: Settings) -> list[Diagnostic]:
-    """All diagnostics for one module's text, sorted by line, column and code."""
+    """All diagnostics for one module's text, suppression comments applied, sorted by line,
+    column and code."""
     if not might_hold_training_loop(source):
+        if _unused_suppressions_wanted(source, settings):
+            return apply_suppressions([], source, path, settings)
         return []
     loops = training_loops(source, path, settings)
     if isinstance(loops, Diagnostic):
@@ -43,7 +48,12 @@ def lint_source(source: str, path: str, settings: Settings) -> list[Diagnostic]:
     for loop in loops:
         for diagnostic in _check(loop, path, settings):
             found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
-    return sorted(found.values(), key=Diagnostic.sort_key)
+    return apply_suppressions(sorted(found.values(), key=Diagnostic.sort_key), source, path, settings)
+
+
+def _unused_suppressions_wanted(text: str, settings: Settings) -> bool:
+    """GL900 is on and ``text`` may hold a suppression comment (that then suppresses nothing)."""
+    return settings.enabled(UNUSED_SUPPRESSION.code) and might_hold_suppression(text)
 
 
 def training_loops(source: str, path: str, settings: Settings) -> list[TrainingLoop] | Diagnostic:

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradlint.diagnostics import Severity
+from gradlint.diagnostics import Applicability, Severity
 from gradlint.rules.base import Finding, Rule, RuleInfo
 from gradlint.rules.counters import CounterPerMicroBatch
 from gradlint.rules.gates import DroppedFinalWindow, OffByOneGate
@@ -25,6 +25,9 @@ from gradlint.rules.weighting import DoubleAccumulationScaling, FixedDivisorPart
 
 SYNTAX_ERROR = RuleInfo("GL000", "syntax-error", Severity.ERROR,
                         "The file holds training-loop text but cannot be read or parsed.")
+UNUSED_SUPPRESSION = RuleInfo("GL900", "unused-suppression", Severity.WARNING,
+                              "A suppression comment that suppresses nothing.",
+                              fix=Applicability.SAFE, default=False)
 
 RULES: dict[str, Rule] = {
     rule.info.code: rule
@@ -52,6 +55,7 @@ RULES: dict[str, Rule] = {
 CATALOGUE: dict[str, RuleInfo] = {
     SYNTAX_ERROR.code: SYNTAX_ERROR,
     **{code: rule.info for code, rule in sorted(RULES.items())},
+    UNUSED_SUPPRESSION.code: UNUSED_SUPPRESSION,
 }
 
-__all__ = ["CATALOGUE", "RULES", "SYNTAX_ERROR", "Finding", "Rule", "RuleInfo"]
+__all__ = ["CATALOGUE", "RULES", "SYNTAX_ERROR", "UNUSED_SUPPRESSION", "Finding", "Rule", "RuleInfo"]

@@ -1,0 +1,189 @@
+"""Suppression comments: ``# noqa``, ``# gradlint: ignore[...]``, file-level ``# gradlint: noqa``.
+
+Applied by the core after the rules run, so the command line, the cache and the language
+server agree. Comments are found with :mod:`tokenize` (a ``# noqa`` inside a string is not a
+comment). Only gradlint codes (``GLnnn``) count: ``# noqa: E501`` belongs to another tool, and
+a bare ``# noqa`` may too, so neither is ever reported as unused. ``GL900`` reports the other
+suppressions that suppress nothing, with a safe fix that removes them.
+"""
+
+from __future__ import annotations
+
+import io
+import re
+import tokenize
+from collections.abc import Iterator
+from dataclasses import dataclass, field
+
+from gradlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Span
+from gradlint.rules import CATALOGUE, SYNTAX_ERROR, UNUSED_SUPPRESSION
+from gradlint.settings import Settings
+
+_CODE = r"[A-Za-z]+[0-9]+"
+NOQA = re.compile(rf"#\s*noqa(?::[ \t]*(?P<codes>{_CODE}(?:[ \t]*,?[ \t]*{_CODE})*))?", re.IGNORECASE)
+IGNORE = re.compile(r"#\s*gradlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNORECASE)
+FILE_NOQA = re.compile(rf"#\s*gradlint:\s*noqa(?::[ \t]*(?P<codes>{_CODE}(?:[ \t]*,?[ \t]*{_CODE})*))?\s*$",
+                       re.IGNORECASE)
+CODE = re.compile(_CODE)
+_HINT = re.compile(r"noqa|gradlint", re.IGNORECASE)
+
+
+def might_hold_suppression(text: str) -> bool:
+    """Cheap text test: can ``text`` hold a suppression comment at all?"""
+    return _HINT.search(text) is not None
+
+
+def _is_ours(code: str) -> bool:
+    return code.upper().startswith("GL")
+
+
+@dataclass
+class Directive:
+    """One suppression comment: where it is, what it names, what it suppressed."""
+
+    kind: str  # "noqa", "ignore" or "file"
+    span: Span  # the directive's text (reported by GL900)
+    comment: Span  # the whole comment token
+    comment_text: str
+    match: tuple[int, int]  # the directive within ``comment_text``
+    codes: tuple[str, ...] | None  # gradlint codes named; None: a blanket directive
+    foreign: tuple[str, ...] = ()  # other tools' codes in the same directive
+    own_line: bool = False
+    lead: int = 1  # column where the whitespace before the comment starts
+    last_line: bool = False  # the comment's line has no line ending (end of file)
+    used: set[str] = field(default_factory=set)
+
+    def covers(self, code: str) -> bool:
+        """Whether this directive suppresses ``code``."""
+        return self.codes is None or code in self.codes
+
+
+def _codes(text: str | None) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+    if text is None:
+        return None, ()
+    found = [c.upper() for c in CODE.findall(text)]
+    ours = tuple(dict.fromkeys(c for c in found if _is_ours(c)))
+    foreign = tuple(dict.fromkeys(c for c in found if not _is_ours(c)))
+    return ours, foreign
+
+
+def _comments(source: str) -> Iterator[tuple[tokenize.TokenInfo, bool]]:
+    """Comment tokens, and whether each is alone on its line."""
+    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        if token.type == tokenize.COMMENT:
+            yield token, not token.line[: token.start[1]].strip()
+
+
+def find_directives(source: str) -> list[Directive]:
+    """Every suppression comment of ``source`` (empty when it cannot be tokenized)."""
+    found: list[Directive] = []
+    try:
+        for token, own_line in _comments(source):
+            found.extend(_parse(token, own_line))
+    except (tokenize.TokenError, SyntaxError):
+        return []
+    return found
+
+
+def _parse(token: tokenize.TokenInfo, own_line: bool) -> Iterator[Directive]:
+    line, start = token.start
+    text = token.string
+    comment = Span(line, start + 1, line, start + 1 + len(text))
+    place = {"own_line": own_line, "lead": len(token.line[:start].rstrip()) + 1,
+             "last_line": not token.line.endswith("\n")}
+    whole = FILE_NOQA.fullmatch(text.rstrip())
+    if whole and own_line:
+        codes, foreign = _codes(whole.group("codes"))
+        yield Directive("file", comment, comment, text, (0, len(text.rstrip())), codes, foreign, **place)
+        return
+    for kind, pattern in (("noqa", NOQA), ("ignore", IGNORE)):
+        for match in pattern.finditer(text):
+            codes, foreign = _codes(match.group("codes"))
+            if codes == () and not foreign and kind == "ignore":
+                codes = None  # ``ignore[]`` names nothing: treat like a bare ignore
+            if codes == () and foreign:
+                continue  # only another tool's codes: not ours
+            span = Span(line, start + 1 + match.start(), line, start + 1 + match.end())
+            yield Directive(kind, span, comment, text, (match.start(), match.end()), codes, foreign, **place)
+
+
+def apply_suppressions(diagnostics: list[Diagnostic], source: str, path: str,
+                       settings: Settings) -> list[Diagnostic]:
+    """Drop suppressed diagnostics; add GL900 for unused suppressions when it is enabled.
+
+    A syntax error (GL000) is never suppressed. The result is sorted.
+    """
+    if not might_hold_suppression(source) or any(d.code == SYNTAX_ERROR.code for d in diagnostics):
+        return diagnostics
+    directives = find_directives(source)
+    if not directives:
+        return diagnostics
+    by_line: dict[int, list[Directive]] = {}
+    for directive in directives:
+        if directive.kind != "file":
+            by_line.setdefault(directive.span.line, []).append(directive)
+    file_level = [d for d in directives if d.kind == "file"]
+    kept: list[Diagnostic] = []
+    for diagnostic in diagnostics:
+        hits = [d for d in (*by_line.get(diagnostic.line, ()), *file_level) if d.covers(diagnostic.code)]
+        for directive in hits:
+            directive.used.add(diagnostic.code)
+        if not hits:
+            kept.append(diagnostic)
+    if settings.enabled(UNUSED_SUPPRESSION.code):
+        kept.extend(_unused(directives, path, settings))
+    return sorted(kept, key=Diagnostic.sort_key)
+
+
+def _unused(directives: list[Directive], path: str, settings: Settings) -> Iterator[Diagnostic]:
+    info = UNUSED_SUPPRESSION
+    for directive in directives:
+        if directive.codes is None:
+            if directive.used or directive.kind == "noqa":
+                continue  # a bare ``# noqa`` may serve another tool
+            message = f"unused blanket suppression `{directive.comment_text[slice(*directive.match)]}`"
+            yield Diagnostic(path, directive.span, info.code, info.name, info.severity, message,
+                             _fix(directive, ()))
+            continue
+        unused = [c for c in directive.codes if c not in directive.used]
+        if not unused:
+            continue
+        reasons = [f"{c} ({_reason(c, settings)})" if _reason(c, settings) else c for c in unused]
+        message = f"unused suppression for {', '.join(reasons)}"
+        remaining = tuple(c for c in directive.codes if c in directive.used)
+        yield Diagnostic(path, directive.span, info.code, info.name, info.severity, message,
+                         _fix(directive, remaining))
+
+
+def _reason(code: str, settings: Settings) -> str:
+    if code not in CATALOGUE:
+        return "unknown code"
+    if not settings.enabled(code):
+        return "not enabled"
+    return ""
+
+
+def _fix(directive: Directive, remaining: tuple[str, ...]) -> Fix:
+    """Remove the unused codes, or the directive when nothing it names is left."""
+    keep = (*remaining, *directive.foreign)
+    text = directive.comment_text
+    start, end = directive.match
+    if keep:
+        if directive.kind == "ignore":
+            rewritten = f"# gradlint: ignore[{', '.join(keep)}]"
+        elif directive.kind == "file":
+            rewritten = f"# gradlint: noqa: {', '.join(keep)}"
+        else:
+            rewritten = f"# noqa: {', '.join(keep)}"
+        span = directive.span
+        return Fix(Applicability.SAFE, "Remove the unused codes", (Edit(span, rewritten),))
+    before, after = text[:start].rstrip(), text[end:].strip()
+    comment = directive.comment
+    if before or after:
+        rest = before + ("  " if before and after else "") + (after if before or after.startswith("#") else f"# {after}")
+        return Fix(Applicability.SAFE, "Remove the unused suppression", (Edit(comment, rest),))
+    if directive.own_line and not directive.last_line:
+        span = Span(comment.line, 1, comment.line + 1, 1)
+    else:
+        span = Span(comment.line, directive.lead, comment.line, comment.end_column)
+    return Fix(Applicability.SAFE, "Remove the unused suppression", (Edit(span, ""),))
