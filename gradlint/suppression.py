@@ -4,7 +4,8 @@ Applied by the core after the rules run, so the command line, the cache and the 
 server agree. Comments are found with :mod:`tokenize` (a ``# noqa`` inside a string is not a
 comment). Only gradlint codes (``GLnnn``) count: ``# noqa: E501`` belongs to another tool, and
 a bare ``# noqa`` may too, so neither is ever reported as unused. ``GL900`` reports the other
-suppressions that suppress nothing, with a safe fix that removes them.
+suppressions that suppress nothing (without a fix: a stale comment and a comment on the wrong
+line call for opposite edits).
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from gradlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Span
+from gradlint.diagnostics import Diagnostic, Span
 from gradlint.rules import CATALOGUE, SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.settings import Settings
 
@@ -43,14 +44,8 @@ class Directive:
 
     kind: str  # "noqa", "ignore" or "file"
     span: Span  # the directive's text (reported by GL900)
-    comment: Span  # the whole comment token
-    comment_text: str
-    match: tuple[int, int]  # the directive within ``comment_text``
+    text: str
     codes: tuple[str, ...] | None  # gradlint codes named; None: a blanket directive
-    foreign: tuple[str, ...] = ()  # other tools' codes in the same directive
-    own_line: bool = False
-    lead: int = 1  # column where the whitespace before the comment starts
-    last_line: bool = False  # the comment's line has no line ending (end of file)
     used: set[str] = field(default_factory=set)
 
     def covers(self, code: str) -> bool:
@@ -58,13 +53,14 @@ class Directive:
         return self.codes is None or code in self.codes
 
 
-def _codes(text: str | None) -> tuple[tuple[str, ...] | None, tuple[str, ...]]:
+def _codes(text: str | None) -> tuple[tuple[str, ...] | None, bool]:
+    """The gradlint codes in ``text`` (None when there is no code list), and whether it
+    also names other tools' codes."""
     if text is None:
-        return None, ()
+        return None, False
     found = [c.upper() for c in CODE.findall(text)]
     ours = tuple(dict.fromkeys(c for c in found if _is_ours(c)))
-    foreign = tuple(dict.fromkeys(c for c in found if not _is_ours(c)))
-    return ours, foreign
+    return ours, len(ours) < len(found)
 
 
 def _comments(source: str) -> Iterator[tuple[tokenize.TokenInfo, bool]]:
@@ -88,23 +84,21 @@ def find_directives(source: str) -> list[Directive]:
 def _parse(token: tokenize.TokenInfo, own_line: bool) -> Iterator[Directive]:
     line, start = token.start
     text = token.string
-    comment = Span(line, start + 1, line, start + 1 + len(text))
-    place = {"own_line": own_line, "lead": len(token.line[:start].rstrip()) + 1,
-             "last_line": not token.line.endswith("\n")}
     whole = FILE_NOQA.fullmatch(text.rstrip())
     if whole and own_line:
-        codes, foreign = _codes(whole.group("codes"))
-        yield Directive("file", comment, comment, text, (0, len(text.rstrip())), codes, foreign, **place)
+        codes, _ = _codes(whole.group("codes"))
+        span = Span(line, start + 1, line, start + 1 + len(text.rstrip()))
+        yield Directive("file", span, whole.group(), codes)
         return
     for kind, pattern in (("noqa", NOQA), ("ignore", IGNORE)):
         for match in pattern.finditer(text):
             codes, foreign = _codes(match.group("codes"))
-            if codes == () and not foreign and kind == "ignore":
-                codes = None  # ``ignore[]`` names nothing: treat like a bare ignore
             if codes == () and foreign:
                 continue  # only another tool's codes: not ours
+            if codes == ():
+                codes = None  # ``ignore[]`` names nothing: a blanket ignore
             span = Span(line, start + 1 + match.start(), line, start + 1 + match.end())
-            yield Directive(kind, span, comment, text, (match.start(), match.end()), codes, foreign, **place)
+            yield Directive(kind, span, match.group(), codes)
 
 
 def apply_suppressions(diagnostics: list[Diagnostic], source: str, path: str,
@@ -141,18 +135,15 @@ def _unused(directives: list[Directive], path: str, settings: Settings) -> Itera
         if directive.codes is None:
             if directive.used or directive.kind == "noqa":
                 continue  # a bare ``# noqa`` may serve another tool
-            message = f"unused blanket suppression `{directive.comment_text[slice(*directive.match)]}`"
-            yield Diagnostic(path, directive.span, info.code, info.name, info.severity, message,
-                             _fix(directive, ()))
+            message = f"unused blanket suppression `{directive.text}`"
+            yield Diagnostic(path, directive.span, info.code, info.name, info.severity, message)
             continue
         unused = [c for c in directive.codes if c not in directive.used]
         if not unused:
             continue
         reasons = [f"{c} ({_reason(c, settings)})" if _reason(c, settings) else c for c in unused]
         message = f"unused suppression for {', '.join(reasons)}"
-        remaining = tuple(c for c in directive.codes if c in directive.used)
-        yield Diagnostic(path, directive.span, info.code, info.name, info.severity, message,
-                         _fix(directive, remaining))
+        yield Diagnostic(path, directive.span, info.code, info.name, info.severity, message)
 
 
 def _reason(code: str, settings: Settings) -> str:
@@ -161,29 +152,3 @@ def _reason(code: str, settings: Settings) -> str:
     if not settings.enabled(code):
         return "not enabled"
     return ""
-
-
-def _fix(directive: Directive, remaining: tuple[str, ...]) -> Fix:
-    """Remove the unused codes, or the directive when nothing it names is left."""
-    keep = (*remaining, *directive.foreign)
-    text = directive.comment_text
-    start, end = directive.match
-    if keep:
-        if directive.kind == "ignore":
-            rewritten = f"# gradlint: ignore[{', '.join(keep)}]"
-        elif directive.kind == "file":
-            rewritten = f"# gradlint: noqa: {', '.join(keep)}"
-        else:
-            rewritten = f"# noqa: {', '.join(keep)}"
-        span = directive.span
-        return Fix(Applicability.SAFE, "Remove the unused codes", (Edit(span, rewritten),))
-    before, after = text[:start].rstrip(), text[end:].strip()
-    comment = directive.comment
-    if before or after:
-        rest = before + ("  " if before and after else "") + (after if before or after.startswith("#") else f"# {after}")
-        return Fix(Applicability.SAFE, "Remove the unused suppression", (Edit(comment, rest),))
-    if directive.own_line and not directive.last_line:
-        span = Span(comment.line, 1, comment.line + 1, 1)
-    else:
-        span = Span(comment.line, directive.lead, comment.line, comment.end_column)
-    return Fix(Applicability.SAFE, "Remove the unused suppression", (Edit(span, ""),))

@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from gradlint.diagnostics import Applicability, Severity
+from gradlint.diagnostics import Severity
 from gradlint.rules.base import Finding, Rule, RuleInfo
 from gradlint.rules.counters import CounterPerMicroBatch
 from gradlint.rules.gates import DroppedFinalWindow, OffByOneGate
@@ -26,8 +26,7 @@ from gradlint.rules.weighting import DoubleAccumulationScaling, FixedDivisorPart
 SYNTAX_ERROR = RuleInfo("GL000", "syntax-error", Severity.ERROR,
                         "The file holds training-loop text but cannot be read or parsed.")
 UNUSED_SUPPRESSION = RuleInfo("GL900", "unused-suppression", Severity.WARNING,
-                              "A suppression comment that suppresses nothing.",
-                              fix=Applicability.SAFE, default=False)
+                              "A suppression comment that suppresses nothing.", default=False)
 
 RULES: dict[str, Rule] = {
     rule.info.code: rule
