@@ -22,12 +22,14 @@ _ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Flo
 
 
 def movable(loop: TrainingLoop, event: Event) -> cst.CSTNode | None:
-    """The statement that carries ``event`` alone: its own line, or the smallest compound
-    statement around it that holds nothing else (``if args.clip: clip(...)``,
-    ``for p in params: p.grad = None``). None when the call shares its statement."""
+    """The statement that carries ``event`` alone: its own line (or the compound statement
+    that is the event, like a ``for p in params: p.grad = None`` loop), or the smallest
+    compound statement around it that holds nothing else (``if args.clip: clip(...)``).
+    None when the call shares its statement with other code."""
     layout = layout_of(loop.unit)
     statement = event.statement
-    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+    whole = isinstance(statement, cst.BaseCompoundStatement) and event.node is statement
+    if not whole and (not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1):
         return None
     block = layout.block_of(statement)
     if block is None:
@@ -55,8 +57,10 @@ def move_statements(
     and insert ``new_lines`` plus their text, re-indented, at ``spot``."""
     layout = layout_of(loop.unit)
     ranges = sorted((*layout.extent(s), s) for s in statements)
-    for first, last, _ in ranges:
-        if first <= spot.line <= last + 1:
+    for first, last, statement in ranges:
+        if first < spot.line <= last:
+            return None  # into itself
+        if spot.line in (first, last + 1) and layout.block_of(statement) is spot.block:
             return None  # the statement would land where it already is
     if not _blocks_keep_a_statement(layout, statements, spot) or not _names_stay_defined(loop, statements, spot):
         return None

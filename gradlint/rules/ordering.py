@@ -5,7 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
-from gradlint.diagnostics import Severity
+from gradlint.diagnostics import Applicability, Severity
+from gradlint.fixes import clip_before_step
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.rules.base import Finding, Rule, RuleInfo
 from gradlint.rules.helpers import backward_before, call_text
@@ -29,7 +30,8 @@ def next_backward_or_end(loop: TrainingLoop, event: Event) -> int:
 
 class ClipAfterStep(Rule):
     info = RuleInfo("GL301", "clip-after-step", Severity.ERROR,
-                    "Gradients are clipped after the optimizer step of the same update.")
+                    "Gradients are clipped after the optimizer step of the same update.",
+                    fix=Applicability.SAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for clip in loop.of(Role.CLIP):
@@ -41,4 +43,5 @@ class ClipAfterStep(Rule):
                 continue  # another optimizer steps after the clip (GANs, several optimizers)
             step = call_text(loop, steps[-1])
             yield Finding(clip.span, f"{call_text(loop, clip)} runs after {step}: the update has already "
-                          f"used the unclipped gradient; clip before {step}")
+                          f"used the unclipped gradient; clip before {step}",
+                          clip_before_step(loop, clip, steps[-1]))

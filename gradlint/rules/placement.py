@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gradlint.diagnostics import Severity
+from gradlint.diagnostics import Applicability, Severity
+from gradlint.fixes import clip_to_boundary, scheduler_to_boundary, step_to_boundary, zero_grad_to_boundary
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Finding, Rule, RuleInfo
@@ -13,31 +14,36 @@ from gradlint.rules.helpers import call_text, first_backward_in, per_micro_batch
 
 class ClipPerMicroBatch(Rule):
     info = RuleInfo("GL101", "clip-per-micro-batch", Severity.ERROR,
-                    "Gradient clipping runs on every micro-batch of an accumulation window.")
+                    "Gradient clipping runs on every micro-batch of an accumulation window.",
+                    fix=Applicability.SAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.CLIP):
             where = ("under `if accelerator.sync_gradients:`" if loop.in_accumulate(event)
                      else f"at the update boundary, just before {step_text(loop)}")
             yield Finding(event.span, f"{call_text(loop, event)} runs on every micro-batch of this "
-                          f"accumulation window; clip once on the accumulated gradient, {where}")
+                          f"accumulation window; clip once on the accumulated gradient, {where}",
+                          clip_to_boundary(loop, event))
 
 
 class StepPerMicroBatch(Rule):
     info = RuleInfo("GL102", "step-per-micro-batch", Severity.ERROR,
-                    "The optimizer steps on every micro-batch, turning accumulation into N small updates.")
+                    "The optimizer steps on every micro-batch, turning accumulation into N small updates.",
+                    fix=Applicability.SAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.STEP):
             if loop.in_accumulate(event):
                 continue  # a prepared optimizer skips the step until the boundary
             yield Finding(event.span, f"{call_text(loop, event)} runs on every micro-batch of this "
-                          "accumulation window; step once per update, at the update boundary")
+                          "accumulation window; step once per update, at the update boundary",
+                          step_to_boundary(loop, event))
 
 
 class ZeroGradPerMicroBatch(Rule):
     info = RuleInfo("GL103", "zero-grad-per-micro-batch", Severity.ERROR,
-                    "Gradients are zeroed between backward calls of one window, keeping only the last micro-batch.")
+                    "Gradients are zeroed between backward calls of one window, keeping only the last micro-batch.",
+                    fix=Applicability.SAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.ZERO_GRAD):
@@ -46,7 +52,7 @@ class ZeroGradPerMicroBatch(Rule):
                 continue
             yield Finding(event.span, f"{call_text(loop, event)} runs between backward calls of one "
                           "accumulation window and wipes the gradients accumulated so far; zero once per "
-                          f"update, right after {step_text(loop)}")
+                          f"update, right after {step_text(loop)}", zero_grad_to_boundary(loop, event))
 
 
 def _wipes_under_accelerate(loop: TrainingLoop, event: Event, block: object) -> bool:
@@ -59,7 +65,8 @@ def _wipes_under_accelerate(loop: TrainingLoop, event: Event, block: object) -> 
 
 class SchedulerPerMicroBatch(Rule):
     info = RuleInfo("GL104", "scheduler-per-micro-batch", Severity.ERROR,
-                    "The LR scheduler advances on every micro-batch, running warmup and decay N times too fast.")
+                    "The LR scheduler advances on every micro-batch, running warmup and decay N times too fast.",
+                    fix=Applicability.SAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.SCHEDULER_STEP):
@@ -67,4 +74,4 @@ class SchedulerPerMicroBatch(Rule):
                 continue
             yield Finding(event.span, f"{call_text(loop, event)} advances the LR schedule on every "
                           "micro-batch (warmup and decay run N times too fast); step it once per update, "
-                          f"right after {step_text(loop)}")
+                          f"right after {step_text(loop)}", scheduler_to_boundary(loop, event))

@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gradlint.diagnostics import Severity
+from gradlint.diagnostics import Applicability, Severity
+from gradlint.fixes import divide_loss
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
 from gradlint.model.loss import Scaling, trace_loss
 from gradlint.rules.base import Finding, Rule, RuleInfo
@@ -21,7 +22,8 @@ def framework_divides(loop: TrainingLoop, event: Event) -> bool:
 
 class MissingAccumulationScaling(Rule):
     info = RuleInfo("GL201", "missing-accumulation-scaling", Severity.ERROR,
-                    "The loss of an accumulation window is not divided by N (gradient and effective LR scaled by N).")
+                    "The loss of an accumulation window is not divided by N (gradient and effective LR scaled by N).",
+                    fix=Applicability.UNSAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         factor = loop.factor_code()
@@ -30,8 +32,9 @@ class MissingAccumulationScaling(Rule):
         for event in per_micro_batch(loop, Role.BACKWARD):
             if framework_divides(loop, event):
                 continue
-            if trace_loss(loop.unit, event.loss, event.span.line).scaling is not Scaling.UNSCALED:
+            if trace_loss(event.unit, event.loss, event.span.line).scaling is not Scaling.UNSCALED:
                 continue
             yield Finding(event.span, f"this loss is backpropagated on each of {factor} micro-batches without "
                           f"division, so the gradient (and the effective learning rate) is {factor} times too "
-                          f"large; divide the loss by {factor} (or by the window's valid-token count) before backward")
+                          f"large; divide the loss by {factor} (or by the window's valid-token count) before backward",
+                          divide_loss(loop, event))

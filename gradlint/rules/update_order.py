@@ -4,7 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gradlint.diagnostics import Severity
+from gradlint.diagnostics import Applicability, Severity
+from gradlint.fixes import scheduler_after_step, unscale_before_clip, zero_grad_after_step
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Finding, Rule, RuleInfo
@@ -21,7 +22,8 @@ def _backward_between(loop: TrainingLoop, first: Event, second: Event) -> bool:
 
 class SchedulerBeforeOptimizer(Rule):
     info = RuleInfo("GL302", "scheduler-before-optimizer", Severity.WARNING,
-                    "The LR scheduler is advanced before the optimizer step of the same update.")
+                    "The LR scheduler is advanced before the optimizer step of the same update.",
+                    fix=Applicability.SAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for sched in loop.of(Role.SCHEDULER_STEP):
@@ -32,7 +34,8 @@ class SchedulerBeforeOptimizer(Rule):
             if later:
                 step = call_text(loop, later[0])
                 yield Finding(sched.span, f"{call_text(loop, sched)} runs before {step} in the same update, so "
-                              f"the first learning-rate value of the schedule is skipped; call it after {step}")
+                              f"the first learning-rate value of the schedule is skipped; call it after {step}",
+                              scheduler_after_step(loop, sched))
 
 
 def uses_scaler(loop: TrainingLoop, event: Event) -> bool:
@@ -49,7 +52,8 @@ def uses_scaler(loop: TrainingLoop, event: Event) -> bool:
 
 class ClipBeforeUnscale(Rule):
     info = RuleInfo("GL303", "clip-before-unscale", Severity.ERROR,
-                    "Under a GradScaler, gradients are clipped while still scaled (no unscale_ before the clip).")
+                    "Under a GradScaler, gradients are clipped while still scaled (no unscale_ before the clip).",
+                    fix=Applicability.SAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         if engine_loop(loop):
@@ -63,7 +67,7 @@ class ClipBeforeUnscale(Rule):
                 continue
             yield Finding(clip.span, f"{call_text(loop, clip)} clips gradients that the GradScaler still "
                           "multiplies by the loss scale, so the threshold means nothing; call "
-                          "scaler.unscale_(optimizer) first, in the same update")
+                          "scaler.unscale_(optimizer) first, in the same update", unscale_before_clip(loop, clip))
 
 
 class MissingZeroGrad(Rule):
@@ -86,7 +90,8 @@ class MissingZeroGrad(Rule):
 
 class ZeroGradBeforeStep(Rule):
     info = RuleInfo("GL305", "zero-grad-before-step", Severity.ERROR,
-                    "zero_grad runs between the last backward and the step of the same update.")
+                    "zero_grad runs between the last backward and the step of the same update.",
+                    fix=Applicability.SAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         if engine_loop(loop):
@@ -107,4 +112,5 @@ class ZeroGradBeforeStep(Rule):
                 if zero.kind is not Kind.OPTIMIZER and len(targets) > 1:
                     continue
                 yield Finding(zero.span, f"{call_text(loop, zero)} runs after the last backward and before "
-                              f"{call_text(loop, step)}, so the step sees zero gradients; zero after the step")
+                              f"{call_text(loop, step)}, so the step sees zero gradients; zero after the step",
+                              zero_grad_after_step(loop, zero))

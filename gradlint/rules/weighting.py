@@ -6,7 +6,8 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from gradlint.diagnostics import Severity
+from gradlint.diagnostics import Applicability, Severity
+from gradlint.fixes import remove_division
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.model.loss import LossTrace, Scaling, trace_loss
 from gradlint.rules.base import Finding, Rule, RuleInfo
@@ -31,7 +32,7 @@ def _scaled_traces(loop: TrainingLoop) -> Iterator[tuple[Event, LossTrace]]:
     for event in per_micro_batch(loop, Role.BACKWARD):
         if framework_divides(loop, event):
             continue
-        trace = trace_loss(loop.unit, event.loss, event.span.line)
+        trace = trace_loss(event.unit, event.loss, event.span.line)
         if trace.scaling is Scaling.SCALED:
             yield event, trace
 
@@ -82,21 +83,23 @@ def _token_mean(loop: TrainingLoop, trace: LossTrace) -> bool:
 
 class DoubleAccumulationScaling(Rule):
     info = RuleInfo("GL204", "double-accumulation-scaling", Severity.ERROR,
-                    "A manual 1/N where the framework already divides the loss by N.")
+                    "A manual 1/N where the framework already divides the loss by N.",
+                    fix=Applicability.SAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in loop.of(Role.BACKWARD):
             if not framework_divides(loop, event):
                 continue
-            trace = trace_loss(loop.unit, event.loss, event.span.line)
+            trace = trace_loss(event.unit, event.loss, event.span.line)
             factor = loop.factor_code()
-            divisors = [loop.unit.code(d).strip().strip("()") for d in trace.divisors]
-            manual = [d for d in divisors if d == factor or any(w in d.lower() for w in _ACCUMULATION_WORDS)]
+            divisors = [(loop.unit.code(d).strip().strip("()"), d) for d in trace.divisors]
+            manual = [(d, node) for d, node in divisors
+                      if d == factor or any(w in d.lower() for w in _ACCUMULATION_WORDS)]
             if not manual:
                 continue
             owner = "DeepSpeed's engine.backward" if event.framework == "deepspeed" else (
                 "accelerator.backward (Accelerator(gradient_accumulation_steps=...))")
-            yield Finding(event.span, f"the loss is divided by {manual[0]} by hand, but {owner} already divides "
+            yield Finding(event.span, f"the loss is divided by {manual[0][0]} by hand, but {owner} already divides "
                           "it by the accumulation steps, so gradients end up N times too small; remove the "
-                          "manual division")
+                          "manual division", remove_division(loop, manual[0][1]))
 
