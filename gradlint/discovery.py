@@ -1,4 +1,4 @@
-"""Find the Python files to check under the paths the user names."""
+"""Find the Python files and notebooks to check under the paths the user names."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ SKIPPED_DIRS = frozenset({
     ".tox", ".nox", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".gradlint_cache",
     ".eggs", "_build", "buck-out",
 })
-SOURCE_SUFFIXES = (".py", ".pyi")
+SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 
 def is_skipped_dir(path: Path) -> bool:

@@ -2,11 +2,13 @@
 
 from __future__ import annotations
 
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 
 from gradlint.diagnostics import Diagnostic, Span
 from gradlint.engine import lint_bytes
+from gradlint.notebook import lint_notebook
 from gradlint.rules import SYNTAX_ERROR
 from gradlint.settings import Settings
 
@@ -29,7 +31,7 @@ def display_path(path: Path) -> str:
 
 
 def lint_file(path: Path, settings: Settings) -> list[Diagnostic]:
-    """Lint one file from disk; an unreadable file is one GL000 diagnostic."""
+    """Lint one file (a notebook cell by cell) from disk; an unreadable file is one GL000."""
     shown = display_path(path)
     try:
         data = path.read_bytes()
@@ -39,14 +41,16 @@ def lint_file(path: Path, settings: Settings) -> list[Diagnostic]:
         reason = exc.strerror or exc.__class__.__name__
         return [Diagnostic(shown, Span(1, 1, 1, 1), SYNTAX_ERROR.code, SYNTAX_ERROR.name,
                            SYNTAX_ERROR.severity, f"I/O error: cannot read file: {reason}")]
+    if path.suffix == ".ipynb":
+        return lint_notebook(data, shown, settings)
     return lint_bytes(data, shown, settings)
 
 
-def run(paths: list[Path], settings: Settings) -> RunResult:
-    """Lint every file in ``paths`` in order."""
+def run(paths: list[Path], settings: Settings | Mapping[Path, Settings]) -> RunResult:
+    """Lint every file in ``paths`` in order, with one settings value or one per path."""
     result = RunResult()
     for path in paths:
-        result.diagnostics.extend(lint_file(path, settings))
+        result.diagnostics.extend(lint_file(path, settings if isinstance(settings, Settings) else settings[path]))
         result.files_checked += 1
     result.diagnostics.sort(key=Diagnostic.sort_key)
     return result
