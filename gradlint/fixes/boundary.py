@@ -54,6 +54,8 @@ def boundary_region(loop: TrainingLoop, layout: Layout) -> Region | None:
     if loop.shape is Shape.GATED:
         gate = loop.primary_gate
         block = gate.update_branch if gate is not None else None
+        if block is not None and block not in loop.unit.positions:
+            return None  # the gate is in a helper function the loop calls
         if not isinstance(block, cst.IndentedBlock):
             return None  # a one-line `if gate: step()` has no block to move into
         if gate.guard:
@@ -62,7 +64,7 @@ def boundary_region(loop: TrainingLoop, layout: Layout) -> Region | None:
         return Region(block)
     if loop.shape is Shape.NESTED and len(loop.micro_loops) == 1:
         micro = loop.micro_loops[0]
-        block = layout.block_of(micro)
+        block = layout.block_of(micro) if micro in loop.unit.positions else None
         return Region(block, index_in(block, micro) + 1) if block is not None else None
     return None
 

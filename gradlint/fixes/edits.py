@@ -107,8 +107,11 @@ def wrap_statement(loop: TrainingLoop, statement: cst.CSTNode, header: str) -> t
     return (Edit(Span(first, 1, last + 1, 1), text),)
 
 
-def replace_node(loop: TrainingLoop, node: cst.CSTNode, content: str) -> tuple[Edit, ...]:
-    """Replace the exact text of ``node``."""
+def replace_node(loop: TrainingLoop, node: cst.CSTNode, content: str) -> tuple[Edit, ...] | None:
+    """Replace the exact text of ``node`` (None for a node of another unit, such as a
+    helper function the loop calls)."""
+    if node not in loop.unit.positions:
+        return None
     return (Edit(loop.unit.span(node), content),)
 
 

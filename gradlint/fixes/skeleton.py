@@ -162,8 +162,8 @@ def _zero_grad_under_accumulate(loop: TrainingLoop, zero: Event) -> Fix | None:
         return None
     if not (isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute)):
         return None
-    return Fix(UNSAFE, f"Zero through the prepared optimizer: `{optimizer}.zero_grad()`",
-               replace_node(loop, node.func.value, optimizer))
+    edits = replace_node(loop, node.func.value, optimizer)
+    return Fix(UNSAFE, f"Zero through the prepared optimizer: `{optimizer}.zero_grad()`", edits) if edits else None
 
 
 def scheduler_to_boundary(loop: TrainingLoop, scheduler: Event) -> Fix | None:
@@ -261,8 +261,8 @@ def divide_loss(loop: TrainingLoop, backward: Event) -> Fix | None:
         node = backward.node
         receiver = isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.value is loss
     divided = f"{operand(loop, loss)} / {divisor}"
-    content = f"({divided})" if receiver else divided
-    return Fix(UNSAFE, f"Divide the loss by {divisor.strip('()')}", replace_node(loop, loss, content))
+    edits = replace_node(loop, loss, f"({divided})" if receiver else divided)
+    return Fix(UNSAFE, f"Divide the loss by {divisor.strip('()')}", edits) if edits else None
 
 
 def _window_size(loop: TrainingLoop) -> str | None:
@@ -319,7 +319,8 @@ def remove_division(loop: TrainingLoop, divisor: cst.BaseExpression) -> Fix | No
     if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.value is parent \
             and loop.unit.code(assign.targets[0].target).strip() == left:
         return _delete(loop, assign, message)
-    return Fix(SAFE, message, replace_node(loop, parent, left))
+    edits = replace_node(loop, parent, left)
+    return Fix(SAFE, message, edits) if edits else None
 
 
 def _delete(loop: TrainingLoop, small: cst.CSTNode, message: str) -> Fix | None:
