@@ -2,22 +2,38 @@
 
 from __future__ import annotations
 
+import os
 import sys
 from pathlib import Path
+from typing import TextIO
 
 import click
-from rich.console import Console
 
 from gradlint import __version__
+from gradlint.add_noqa import add_noqa_file
+from gradlint.config import ConfigResolver, Overrides, check_overrides, settings_for
+from gradlint.diagnostics import Diagnostic
 from gradlint.discovery import discover
-from gradlint.report import render_json, render_text
-from gradlint.rules import CATALOGUE
-from gradlint.runner import run
-from gradlint.settings import Settings, SettingsError, resolve_selection
+from gradlint.exclusion import PathFilter
+from gradlint.reporters import DEFAULT_FORMAT, FORMATS, Report, ReportOptions, render
+from gradlint.runner import display_path, run
+from gradlint.settings import SettingsError
+from gradlint.stdin import check_stdin
 
 
-def _codes(value: str | None) -> list[str] | None:
-    return [c for c in value.split(",") if c.strip()] if value else None
+def _codes(value: str | None) -> tuple[str, ...] | None:
+    return tuple(c.strip() for c in value.split(",") if c.strip()) if value is not None else None
+
+
+def use_color(choice: str, stream: TextIO) -> bool:
+    """``--color``: always / never, else NO_COLOR and FORCE_COLOR, else only on a terminal."""
+    if choice != "auto":
+        return choice == "always"
+    if os.environ.get("NO_COLOR"):
+        return False
+    if os.environ.get("FORCE_COLOR"):
+        return True
+    return stream.isatty()
 
 
 def fail(message: str) -> None:
@@ -34,23 +50,120 @@ def main() -> None:
 
 @main.command()
 @click.argument("paths", nargs=-1, type=click.Path(path_type=Path))
-@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
-              show_default=True, help="Output format.")
-@click.option("--select", help="Comma-separated rule codes or prefixes to enable (default: all).")
+@click.option("--format", "--output-format", "output_format", type=click.Choice(list(FORMATS)),
+              default=DEFAULT_FORMAT, show_default=True, help="Output format (text is concise).")
+@click.option("--select", help="Comma-separated rule codes or prefixes to enable instead of the configured ones.")
 @click.option("--ignore", help="Comma-separated rule codes or prefixes to disable.")
+@click.option("--extend-select", help="Comma-separated rule codes or prefixes to enable as well.")
+@click.option("--exclude", help="Comma-separated gitignore-style patterns replacing the default excludes.")
+@click.option("--extend-exclude", help="Comma-separated gitignore-style patterns to exclude as well.")
+@click.option("--force-exclude/--no-force-exclude", default=None,
+              help="Apply excludes to files named on the command line too (for pre-commit).")
+@click.option("--respect-gitignore/--no-respect-gitignore", default=None,
+              help="Skip files that .gitignore files ignore (default: on).")
+@click.option("--config", "config_path", type=click.Path(path_type=Path, dir_okay=False),
+              help="Use this configuration file for every file.")
+@click.option("--isolated", is_flag=True, help="Ignore all configuration files.")
+@click.option("--stdin-filename", help="With PATH '-': the name of the file read from stdin.")
+@click.option("--add-noqa", is_flag=True, help="Add a '# noqa: CODE' comment for every current finding.")
+@click.option("-o", "--output-file", type=click.Path(path_type=Path, dir_okay=False),
+              help="Write the report to this file instead of stdout.")
+@click.option("--statistics", is_flag=True, help="Print the number of findings per rule instead of each finding.")
+@click.option("-q", "--quiet", is_flag=True, help="Print findings only (no summary line).")
+@click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
+              help="Colour the output (auto: only on a terminal, honouring NO_COLOR / FORCE_COLOR).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when problems are found.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
 def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignore: str | None,
-          exit_zero: bool, no_cache: bool) -> None:
-    """Check PATHS (files or folders; default: the current folder)."""
+          extend_select: str | None, exclude: str | None, extend_exclude: str | None,
+          force_exclude: bool | None, respect_gitignore: bool | None, config_path: Path | None,
+          isolated: bool, stdin_filename: str | None, add_noqa: bool, output_file: Path | None,
+          statistics: bool, quiet: bool, color: str, exit_zero: bool, no_cache: bool) -> None:
+    """Check PATHS (files or folders; default: the current folder; '-': stdin)."""
+    overrides = Overrides(select=_codes(select), ignore=_codes(ignore) or (),
+                          extend_select=_codes(extend_select) or (), exclude=_codes(exclude),
+                          extend_exclude=_codes(extend_exclude) or (), respect_gitignore=respect_gitignore,
+                          force_exclude=force_exclude)
+    options = ReportOptions(quiet=quiet, statistics=statistics)
     try:
-        codes = resolve_selection(CATALOGUE, _codes(select), _codes(ignore))
+        check_overrides(overrides)
+        resolver = ConfigResolver(config=config_path, isolated=isolated)
+        if paths == (Path("-"),) or (not paths and stdin_filename):
+            _check_stdin(stdin_filename, resolver, overrides, output_format, output_file, options, color,
+                         exit_zero)
+        files = discover(list(paths) or [Path(".")], PathFilter(resolver, overrides))
+        settings = {path: settings_for(path, overrides=overrides, resolver=resolver) for path in files}
     except SettingsError as exc:
         fail(str(exc))
-    settings = Settings(select=codes)
-    result = run(discover(list(paths) or [Path(".")]), settings)
-    if output_format == "json":
-        render_json(result.diagnostics, sys.stdout)
-    else:
-        render_text(result.diagnostics, result.files_checked, Console(highlight=False))
+    result = run(files, settings)
+    if add_noqa:
+        _add_noqa(files, result.diagnostics)
+    _emit(Report(result.diagnostics, result.files_checked), output_format, output_file, options, color)
     sys.exit(0 if exit_zero or not result.diagnostics else 1)
+
+
+def _emit(report: Report, output_format: str, output_file: Path | None, options: ReportOptions, color: str,
+          stream: TextIO | None = None) -> None:
+    """Render ``report`` to ``--output-file`` or to ``stream`` (stdout by default)."""
+    if output_file is None:
+        stream = stream or sys.stdout
+        render(report, output_format, stream, ReportOptions(use_color(color, stream), options.quiet,
+                                                             options.statistics))
+        return
+    try:
+        output_file.parent.mkdir(parents=True, exist_ok=True)
+        with output_file.open("w", encoding="utf-8", newline="\n") as handle:
+            render(report, output_format, handle, ReportOptions(color == "always", options.quiet,
+                                                                options.statistics))
+    except OSError as exc:
+        fail(f"cannot write {output_file}: {exc.strerror or exc}")
+
+
+def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides: Overrides,
+                 output_format: str, output_file: Path | None, options: ReportOptions, color: str,
+                 exit_zero: bool, fix: bool = False, unsafe: bool = False) -> None:
+    """Lint (with ``fix``: fix, writing the result to stdout) the text on stdin, then exit.
+
+    Raises :class:`SettingsError` for a bad configuration.
+    """
+    data = click.get_binary_stream("stdin").read()
+    name = Path(stdin_filename) if stdin_filename else Path.cwd() / "-"
+    display = display_path(name) if stdin_filename else "-"
+    if stdin_filename and PathFilter(resolver, overrides).explicitly_excluded(name):
+        diagnostics: list[Diagnostic] = []
+        text, output, files = "", data if fix else None, 0
+    else:
+        checked = check_stdin(data, display, settings_for(name, overrides=overrides, resolver=resolver),
+                              fix=fix, unsafe=unsafe)
+        diagnostics, text, output, files = checked.diagnostics, checked.text, checked.output, 1
+    if output is not None:
+        sys.stdout.buffer.write(output)
+        sys.stdout.flush()
+    report = Report(diagnostics, files, {display: text})
+    _emit(report, output_format, output_file, options, color, sys.stderr if output is not None else None)
+    sys.exit(0 if exit_zero or not diagnostics else 1)
+
+
+def _add_noqa(files: list[Path], diagnostics: list[Diagnostic]) -> None:
+    """``--add-noqa``: suppress every finding in place, say how many, exit 0 (2 if a file failed)."""
+    by_path: dict[str, list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        by_path.setdefault(diagnostic.path, []).append(diagnostic)
+    added = skipped = failed = 0
+    for path in files:
+        found = by_path.get(display_path(path))
+        if not found:
+            continue
+        try:
+            result = add_noqa_file(path, found)
+        except OSError as exc:
+            click.echo(f"gradlint: error: cannot add noqa to {display_path(path)}: {exc.strerror or exc}", err=True)
+            failed += 1
+            continue
+        added += result.added
+        skipped += result.skipped
+    noun = "directive" if added == 1 else "directives"
+    click.echo(f"Added {added} noqa {noun}.")
+    if skipped:
+        click.echo(f"{skipped} reported line(s) cannot carry a comment (inside a string or after a backslash).")
+    sys.exit(2 if failed else 0)

@@ -217,6 +217,18 @@ class ConfigResolver:
         return None
 
 
+def check_overrides(overrides: Overrides) -> None:
+    """Raise :class:`SettingsError` for an unknown code in ``--select`` / ``--ignore`` /
+    ``--extend-select``."""
+    for option, codes in (("--select", overrides.select or ()), ("--ignore", overrides.ignore),
+                          ("--extend-select", overrides.extend_select)):
+        for code in codes:
+            try:
+                expand_codes(CATALOGUE, [code])
+            except SettingsError:
+                raise SettingsError(f"{option}: unknown rule code or prefix {code!r}") from None
+
+
 def _layer(chosen: set[str], select: tuple[str, ...] | None, ignore: tuple[str, ...],
            extend_select: tuple[str, ...]) -> set[str]:
     if select is not None:

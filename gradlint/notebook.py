@@ -283,3 +283,35 @@ def write_cells(notebook: Notebook, sources: dict[int, str]) -> str:
             cell["source"] = text
     trailing = notebook.raw[len(notebook.raw.rstrip("\n")):]
     return _dump(document, indent, ensure_ascii) + trailing
+
+
+@dataclass
+class NotebookFix:
+    """Fixing a notebook's text: the new JSON text, what was fixed and what remains (by cell)."""
+
+    text: str
+    fixed: list[Diagnostic]
+    remaining: list[Diagnostic]
+    error: str | None = None
+
+
+def fix_notebook(raw: str, path: str, settings: Settings, unsafe: bool = False) -> NotebookFix:
+    """Apply fixes to the code cells of notebook JSON ``raw``; other cells, outputs and
+    metadata keep their text. Raises :class:`NotebookError` when ``raw`` is not a notebook.
+
+    Fixed diagnostics are addressed in the original cells (later passes approximately).
+    """
+    from gradlint.fixer import fix_source
+
+    notebook = read_notebook(raw)
+    result = fix_source(notebook.text, path, settings, unsafe)
+    changed = cell_texts(notebook, result.text)
+    if changed is None:
+        remaining = to_cells(notebook, lint_source(notebook.text, path, settings))
+        return NotebookFix(raw, [], remaining, "the fixes would move code across cells")
+    if not changed:
+        return NotebookFix(raw, [], to_cells(notebook, result.remaining))
+    new = write_cells(notebook, changed)
+    fixed_notebook = read_notebook(new)
+    remaining = to_cells(fixed_notebook, lint_source(fixed_notebook.text, path, settings))
+    return NotebookFix(new, to_cells(notebook, result.fixed), remaining)

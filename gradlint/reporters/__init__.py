@@ -1,0 +1,45 @@
+"""Reporters: every output format of ``gradlint check``, chosen by name.
+
+``concise`` (alias ``text``) prints ``path:line:col: CODE message`` lines and a summary;
+``full`` (the default) adds the source around each finding and its fix as a diff; ``json``,
+``json-lines``, ``sarif``, ``github``, ``gitlab`` and ``junit`` are for tools. Every format
+lists diagnostics in the order of :meth:`~gradlint.diagnostics.Diagnostic.sort_key`.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import TextIO
+
+from gradlint.reporters.ci import render_github, render_gitlab
+from gradlint.reporters.junit import render_junit
+from gradlint.reporters.machine import render_json, render_json_lines
+from gradlint.reporters.model import Report, ReportOptions
+from gradlint.reporters.sarif import render_sarif
+from gradlint.reporters.text import render_concise, render_full, render_statistics, summary
+
+Renderer = Callable[[Report, TextIO, ReportOptions], None]
+
+FORMATS: dict[str, Renderer] = {
+    "full": render_full,
+    "concise": render_concise,
+    "text": render_concise,
+    "json": lambda report, out, options: render_json(report.diagnostics, out),
+    "json-lines": lambda report, out, options: render_json_lines(report.diagnostics, out),
+    "sarif": lambda report, out, options: render_sarif(report.diagnostics, out),
+    "github": lambda report, out, options: render_github(report.diagnostics, out),
+    "gitlab": lambda report, out, options: render_gitlab(report.diagnostics, out),
+    "junit": lambda report, out, options: render_junit(report.diagnostics, out),
+}
+DEFAULT_FORMAT = "full"
+
+
+def render(report: Report, output_format: str, out: TextIO, options: ReportOptions) -> None:
+    """Write ``report`` to ``out`` in ``output_format`` (``--statistics`` replaces the list)."""
+    if options.statistics:
+        render_statistics(report, out, options, as_json=output_format in ("json", "json-lines"))
+        return
+    FORMATS[output_format](report, out, options)
+
+
+__all__ = ["DEFAULT_FORMAT", "FORMATS", "Report", "ReportOptions", "render", "render_json", "summary"]

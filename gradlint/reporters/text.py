@@ -1,0 +1,145 @@
+"""Human-readable formats: ``concise``, ``full`` and ``--statistics``, via rich."""
+
+from __future__ import annotations
+
+import difflib
+import json
+from typing import TextIO
+
+from rich.cells import cell_len
+from rich.console import Console
+from rich.text import Text
+
+from gradlint.diagnostics import Applicability, Diagnostic, Severity
+from gradlint.fixer import apply_fixes
+from gradlint.reporters.model import Report, ReportOptions, location
+from gradlint.reporters.sources import SourceLines
+
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow"}
+_CONTEXT = 2  # source lines shown above and below a finding
+_FIX_LABEL = {
+    Applicability.SAFE: "fix (safe, applied by --fix)",
+    Applicability.UNSAFE: "fix (unsafe, applied by --fix --unsafe-fixes)",
+    Applicability.DISPLAY_ONLY: "suggested change (not applied automatically)",
+}
+
+
+def console_for(out: TextIO, color: bool) -> Console:
+    """A rich console on ``out`` that emits colour codes exactly when ``color`` is set."""
+    return Console(file=out, force_terminal=color, no_color=not color, color_system="standard" if color else None,
+                   highlight=False, markup=False, emoji=False, soft_wrap=True)
+
+
+def summary(diagnostics: list[Diagnostic], files_checked: int) -> str:
+    """``Found N problems in M files.`` or ``All checks passed! (M files checked)``."""
+    if not diagnostics:
+        noun = "file" if files_checked == 1 else "files"
+        return f"All checks passed! ({files_checked} {noun} checked)"
+    files = len({d.path for d in diagnostics})
+    problems = "problem" if len(diagnostics) == 1 else "problems"
+    noun = "file" if files == 1 else "files"
+    return f"Found {len(diagnostics)} {problems} in {files} {noun}."
+
+
+def _headline(diagnostic: Diagnostic) -> Text:
+    line = Text()
+    line.append(f"{location(diagnostic)}: ", style="bold")
+    line.append(diagnostic.code, style=_STYLE[diagnostic.severity])
+    line.append(f" {diagnostic.message}")
+    return line
+
+
+def render_concise(report: Report, out: TextIO, options: ReportOptions) -> None:
+    """``path:line:col: CODE message`` lines (``path:cell N:line:col`` in notebooks), then a summary."""
+    console = console_for(out, options.color)
+    for diagnostic in report.diagnostics:
+        console.print(_headline(diagnostic))
+    if not options.quiet:
+        console.print(summary(report.diagnostics, report.files_checked))
+
+
+def render_full(report: Report, out: TextIO, options: ReportOptions) -> None:
+    """Each finding with the source around it, the call underlined, and its fix as a diff."""
+    console = console_for(out, options.color)
+    sources = SourceLines(report.sources)
+    for diagnostic in report.diagnostics:
+        console.print(_headline(diagnostic))
+        lines = sources.lines(diagnostic.path, diagnostic.cell)
+        if lines is not None:
+            for row in _snippet(diagnostic, lines):
+                console.print(row)
+            if diagnostic.fix is not None and diagnostic.fix.edits:
+                for row in _fix_diff(diagnostic, sources.text(diagnostic.path, diagnostic.cell) or ""):
+                    console.print(row)
+        console.print()
+    if not options.quiet:
+        console.print(summary(report.diagnostics, report.files_checked))
+
+
+def _snippet(diagnostic: Diagnostic, lines: list[str]) -> list[Text]:
+    span = diagnostic.span
+    first = max(1, span.line - _CONTEXT)
+    last = min(len(lines), span.line + _CONTEXT)
+    width = len(str(last))
+    gutter = " " * width + " |"
+    rows = [Text(gutter, style="blue")]
+    for number in range(first, last + 1):
+        source = lines[number - 1].expandtabs(4)
+        row = Text(f"{number:>{width}} | ", style="blue")
+        row.append(source)
+        rows.append(row)
+        if number == span.line:
+            rows.append(_underline(diagnostic, lines[number - 1], gutter))
+    rows.append(Text(gutter, style="blue"))
+    return rows
+
+
+def _underline(diagnostic: Diagnostic, raw: str, gutter: str) -> Text:
+    span = diagnostic.span
+    start = max(span.column - 1, 0)
+    end = span.end_column - 1 if span.end_line == span.line else len(raw.rstrip())
+    end = max(end, start + 1)
+    indent = cell_len(raw[:start].expandtabs(4))
+    marks = max(cell_len(raw[start:end].expandtabs(4)), 1)
+    row = Text(gutter + " ", style="blue")
+    row.append(" " * indent + "^" * marks + " " + diagnostic.code, style=_STYLE[diagnostic.severity])
+    return row
+
+
+def _fix_diff(diagnostic: Diagnostic, text: str) -> list[Text]:
+    fix = diagnostic.fix
+    rows = [Text(f"  = {_FIX_LABEL[fix.applicability]}: {fix.message}", style="bold")]
+    fixed = apply_fixes(text, [fix])
+    diff = difflib.unified_diff(text.splitlines(), fixed.splitlines(), n=1, lineterm="")
+    for line in list(diff)[2:]:
+        style = "green" if line.startswith("+") else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else ""
+        rows.append(Text("    " + line.expandtabs(4), style=style))
+    return rows
+
+
+def render_statistics(report: Report, out: TextIO, options: ReportOptions, as_json: bool) -> None:
+    """How many findings each rule has, most first: ``count  code  [*] name`` or JSON."""
+    counts: dict[str, list[Diagnostic]] = {}
+    for diagnostic in report.diagnostics:
+        counts.setdefault(diagnostic.code, []).append(diagnostic)
+    rows = sorted(counts.items(), key=lambda item: (-len(item[1]), item[0]))
+    if as_json:
+        data = [{"code": code, "name": found[0].name, "count": len(found),
+                 "fixable": any(_safe(d) for d in found)} for code, found in rows]
+        json.dump(data, out, indent=2)
+        out.write("\n")
+        return
+    console = console_for(out, options.color)
+    width = max((len(str(len(found))) for _, found in rows), default=1)
+    for code, found in rows:
+        row = Text(f"{len(found):>{width}}  ")
+        row.append(code, style=_STYLE[found[0].severity])
+        row.append(f"  {'[*]' if any(_safe(d) for d in found) else '   '} {found[0].name}")
+        console.print(row)
+    if not options.quiet:
+        console.print(summary(report.diagnostics, report.files_checked))
+
+
+def _safe(diagnostic: Diagnostic) -> bool:
+    fix = diagnostic.fix
+    return fix is not None and fix.applicability is Applicability.SAFE and bool(fix.edits)
