@@ -2,12 +2,16 @@
 
 from __future__ import annotations
 
+import json
 import os
 import sys
 from pathlib import Path
 from typing import TextIO
 
 import click
+from rich.console import Console
+from rich.markdown import Markdown
+from rich.table import Table
 
 from gradlint import __version__
 from gradlint.add_noqa import add_noqa_file
@@ -16,6 +20,8 @@ from gradlint.diagnostics import Diagnostic
 from gradlint.discovery import discover
 from gradlint.exclusion import PathFilter
 from gradlint.reporters import DEFAULT_FORMAT, FORMATS, Report, ReportOptions, render
+from gradlint.rule_docs import rule_record
+from gradlint.rules import CATALOGUE
 from gradlint.runner import display_path, run
 from gradlint.settings import SettingsError
 from gradlint.stdin import check_stdin
@@ -167,3 +173,35 @@ def _add_noqa(files: list[Path], diagnostics: list[Diagnostic]) -> None:
     if skipped:
         click.echo(f"{skipped} reported line(s) cannot carry a comment (inside a string or after a backslash).")
     sys.exit(2 if failed else 0)
+
+
+@main.command()
+@click.argument("code", required=False)
+@click.option("--all", "show_all", is_flag=True, help="List every rule: code, name, severity, fix.")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
+              show_default=True, help="Output format.")
+def rule(code: str | None, show_all: bool, output_format: str) -> None:
+    """Explain rule CODE (its document), or list every rule with --all."""
+    if show_all == (code is not None):
+        fail("give one rule code (gradlint rule GL101) or --all")
+    if show_all:
+        records = [rule_record(info) for info in CATALOGUE.values()]
+        if output_format == "json":
+            click.echo(json.dumps(records, indent=2))
+            return
+        table = Table("code", "name", "severity", "fix", "default", box=None, pad_edge=False)
+        for record in records:
+            table.add_row(record["code"], record["name"], record["severity"], record["fix"],
+                          "on" if record["default"] else "off")
+        Console(highlight=False, soft_wrap=True).print(table)
+        return
+    info = CATALOGUE.get(code.strip().upper())
+    if info is None:
+        fail(f"unknown rule code {code!r} (gradlint rule --all lists them)")
+    record = rule_record(info, with_doc=True)
+    if output_format == "json":
+        click.echo(json.dumps(record, indent=2))
+    elif record["explanation"] is None:
+        fail(f"the document of {info.code} is not installed")
+    else:
+        Console(highlight=False).print(Markdown(record["explanation"]))

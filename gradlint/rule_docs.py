@@ -10,6 +10,9 @@ import re
 from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import Any
+
+from gradlint.rules.base import RuleInfo
 
 _PACKAGE = Path(__file__).resolve().parent
 _HEADING = re.compile(r"^# (?P<code>GL\d{3}): (?P<name>[a-z0-9-]+)[ \t]*$", re.MULTILINE)
@@ -81,3 +84,19 @@ def load_doc(code: str) -> RuleDoc | None:
     if path is None or not path.is_file():
         return None
     return parse_doc(path.read_text(encoding="utf-8"))
+
+
+def rule_record(info: RuleInfo, with_doc: bool = False) -> dict[str, Any]:
+    """A rule's catalogue entry as JSON data (``explanation``: its document, when asked for)."""
+    record: dict[str, Any] = {
+        "code": info.code,
+        "name": info.name,
+        "severity": info.severity.value,
+        "fix": info.fix.value if info.fix else "none",
+        "default": info.default,
+        "summary": info.summary,
+    }
+    if with_doc:
+        doc = load_doc(info.code)
+        record["explanation"] = doc.markdown if doc else None
+    return record
