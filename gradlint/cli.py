@@ -205,3 +205,14 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         fail(f"the document of {info.code} is not installed")
     else:
         Console(highlight=False).print(Markdown(record["explanation"]))
+
+
+@main.command()
+def lsp() -> None:
+    """Run the language server on stdin/stdout (needs: pip install 'gradlint[lsp]')."""
+    from gradlint.lsp import missing_requirements, serve
+
+    missing = missing_requirements()
+    if missing:
+        fail(f"the language server needs {', '.join(missing)}: pip install 'gradlint[lsp]'")
+    serve()

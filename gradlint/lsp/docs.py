@@ -1,28 +1,23 @@
-"""Where the rule documents (``GLxxx.md``) are: inside the package, or the checkout's ``rules/``."""
+"""Rule documents for the editor: a link target and the Markdown shown on hover."""
 
 from __future__ import annotations
 
-from functools import lru_cache
 from pathlib import Path
 
-PACKAGE = Path(__file__).resolve().parents[1]
-CANDIDATES = (PACKAGE / "rules" / "docs", PACKAGE / "docs" / "rules", PACKAGE.parent / "rules")
+from gradlint.rule_docs import docs_dir, load_doc
 
 
 def rule_doc_path(code: str) -> Path | None:
-    """The Markdown document of rule ``code``, if one is installed or checked out."""
-    for folder in CANDIDATES:
-        path = folder / f"{code.upper()}.md"
-        if path.is_file():
-            return path
-    return None
+    """The installed (or checked-out) Markdown document of rule ``code``, if there is one."""
+    folder = docs_dir()
+    path = folder / f"{code.upper()}.md" if folder else None
+    return path if path is not None and path.is_file() else None
 
 
-@lru_cache(maxsize=64)
 def rule_doc(code: str) -> str | None:
-    """The text of rule ``code``'s document, or None."""
-    path = rule_doc_path(code)
+    """The Markdown of rule ``code``'s document, or None."""
     try:
-        return path.read_text(encoding="utf-8") if path else None
-    except OSError:
+        doc = load_doc(code.upper())
+    except (OSError, ValueError):
         return None
+    return doc.markdown if doc else None

@@ -1,18 +1,16 @@
-"""``# noqa: GLxxx`` comments: adding a code to a line, finding the code under the cursor."""
+"""``# noqa: GLxxx`` comments: adding a code to a line, finding the code under the cursor.
+
+The comment syntax is the core's (:mod:`gradlint.suppression`), so what the editor writes is
+exactly what the linter honours.
+"""
 
 from __future__ import annotations
 
 import io
-import re
 import tokenize
 from dataclasses import dataclass
 
-NOQA = re.compile(
-    r"#\s*noqa(?::[ \t]*(?P<codes>GL\d+(?:[ \t]*,?[ \t]*GL\d+)*))?",
-    re.IGNORECASE,
-)
-IGNORE = re.compile(r"#\s*gradlint:\s*ignore\[(?P<codes>[^\]]*)\]", re.IGNORECASE)
-CODE = re.compile(r"GL\d{3}", re.IGNORECASE)
+from gradlint.suppression import CODE, IGNORE, NOQA
 
 
 @dataclass(frozen=True)
@@ -60,11 +58,13 @@ def add_code(source: str, line: int, code: str) -> LineEdit | None:
     if start == -1:
         return None
     comment = text[start:] if start is not None else ""
+    for pattern in (NOQA, IGNORE):
+        for match in pattern.finditer(comment):
+            codes = match.group("codes")
+            if codes is None or code.upper() in {c.upper() for c in CODE.findall(codes)}:
+                return None  # a blanket suppression, or one that names the code already
     match = NOQA.search(comment)
     if match:
-        codes = match.group("codes")
-        if codes is None or code.upper() in {c.upper() for c in CODE.findall(codes)}:
-            return None
         at = start + match.end("codes")
         return LineEdit(line, at, at, f", {code}")
     content_end = len(text.rstrip())
@@ -79,6 +79,6 @@ def code_at(line_text: str, column: int) -> str | None:
                 continue
             offset = match.start("codes")
             for code in CODE.finditer(match.group("codes")):
-                if offset + code.start() <= column <= offset + code.end():
+                if offset + code.start() <= column <= offset + code.end() and code.group().upper().startswith("GL"):
                     return code.group().upper()
     return None

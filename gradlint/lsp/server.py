@@ -1,0 +1,334 @@
+"""The gradlint language server (pygls 2): diagnostics, code actions and hover over stdio.
+
+Lint runs on a worker thread, never on the event loop, so hover and code-action requests are
+answered while a large file is analysed. Pushed diagnostics are debounced on change and
+always computed on, and published for, the latest version of a document; a client that
+supports pull diagnostics (``textDocument/diagnostic``) gets those instead of pushes.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import logging
+import time
+from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass, field
+from pathlib import Path
+from posixpath import basename
+from typing import Any
+
+from lsprotocol import types
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.lsp.server import LanguageServer
+from pygls.protocol import LanguageServerProtocol
+from pygls.uris import to_fs_path
+
+from gradlint import __version__
+from gradlint.diagnostics import Applicability, Diagnostic
+from gradlint.engine import lint_source
+from gradlint.fixer import fix_source
+from gradlint.lsp.actions import FIX_ALL, ActionBuilder, code_actions, wants
+from gradlint.lsp.convert import lsp_diagnostic, whole_text_edit
+from gradlint.lsp.docs import rule_doc
+from gradlint.lsp.noqa import code_at
+from gradlint.lsp.positions import UTF16, Point, from_client
+from gradlint.lsp.settings_cache import CONFIG_NAMES, SettingsCache
+from gradlint.settings import Settings
+
+LOG = logging.getLogger("gradlint.lsp")
+DEBOUNCE_SECONDS = 0.2
+WATCHERS_ID = "gradlint-config-watchers"
+
+
+def document_path(uri: str) -> str | None:
+    """The file-system path of a ``file:`` URI (None for unsaved buffers and other schemes)."""
+    return to_fs_path(uri) if uri.startswith("file:") else None
+
+
+@dataclass(frozen=True)
+class LintOutcome:
+    """One lint of one text snapshot."""
+
+    version: int | None
+    text: str
+    settings: Settings
+    diagnostics: list[Diagnostic]
+    seconds: float
+    settings_error: str | None = None
+
+
+class _Malformed:
+    """A request whose params could not be read: it is answered with an error."""
+
+    jsonrpc = "2.0"
+
+    def __init__(self, msg_id: Any, method: str, error: JsonRpcException) -> None:
+        self.id = msg_id
+        self.method = method
+        self.error = error
+
+
+class GradlintProtocol(LanguageServerProtocol):
+    """pygls' protocol, but a request with unreadable params gets an error response
+    (pygls would log it and never answer, leaving the client waiting)."""
+
+    def structure_message(self, data: dict[str, Any]) -> Any:
+        """Deserialise a message; a malformed request becomes a :class:`_Malformed`."""
+        try:
+            return super().structure_message(data)
+        except JsonRpcException as exc:
+            if "jsonrpc" in data and "id" in data and "method" in data:
+                return _Malformed(data["id"], str(data["method"]), exc)
+            raise
+
+    def handle_message(self, message: Any) -> None:
+        """Answer malformed requests with their error; hand everything else to pygls."""
+        if isinstance(message, _Malformed):
+            error = message.error
+            if isinstance(error, JsonRpcInvalidParams):
+                error = JsonRpcInvalidParams(f"invalid params for {message.method}")
+            self._send_response(message.id, error=error.to_response_error())
+            return
+        super().handle_message(message)
+
+
+@dataclass
+class _State:
+    open: set[str] = field(default_factory=set)
+    pending: dict[str, asyncio.Task] = field(default_factory=dict)
+    results: dict[str, LintOutcome] = field(default_factory=dict)
+    reported_errors: set[str] = field(default_factory=set)
+    pull: bool = False
+
+
+class GradlintServer(LanguageServer):
+    """The language server; handlers are registered in :func:`build_server`."""
+
+    def __init__(self) -> None:
+        super().__init__("gradlint", __version__, protocol_cls=GradlintProtocol,
+                         text_document_sync_kind=types.TextDocumentSyncKind.Incremental)
+        self.lint_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradlint-lint")
+        self.settings_cache = SettingsCache()
+        self.state = _State()
+
+    # -- client capabilities -------------------------------------------------------------
+
+    @property
+    def encoding(self) -> str:
+        """The negotiated position encoding (``utf-16`` unless the client chose another)."""
+        value = self.server_capabilities.position_encoding if self.protocol.server_capabilities else None
+        return str(value.value if hasattr(value, "value") else value or UTF16)
+
+    def _capability(self, dotted: str) -> Any:
+        value: Any = self.client_capabilities
+        for part in dotted.split("."):
+            value = getattr(value, part, None)
+            if value is None:
+                return None
+        return value
+
+    # -- linting ---------------------------------------------------------------------------
+
+    def _lint_job(self, uri: str, version: int | None, text: str) -> LintOutcome:
+        """Runs on the lint thread: settings for the document, then the core."""
+        path = document_path(uri)
+        resolved = self.settings_cache.resolve(Path(path) if path else None)
+        started = time.perf_counter()
+        diagnostics = lint_source(text, path or uri, resolved.settings)
+        return LintOutcome(version, text, resolved.settings, diagnostics,
+                           time.perf_counter() - started, resolved.error)
+
+    async def lint(self, uri: str, version: int | None, text: str) -> LintOutcome | None:
+        """Lint a snapshot off the event loop; log the time, report config errors once."""
+        loop = asyncio.get_running_loop()
+        try:
+            outcome = await loop.run_in_executor(self.lint_executor, self._lint_job, uri, version, text)
+        except asyncio.CancelledError:
+            raise
+        except Exception as exc:  # a bug in a rule must not take the editor session down
+            LOG.exception("lint failed for %s", uri)
+            self.log(types.MessageType.Error, f"gradlint failed on {uri}: {type(exc).__name__}: {exc}")
+            return None
+        if outcome.settings_error and outcome.settings_error not in self.state.reported_errors:
+            self.state.reported_errors.add(outcome.settings_error)
+            self.window_show_message(types.ShowMessageParams(
+                type=types.MessageType.Error,
+                message=f"gradlint: {outcome.settings_error} (using the default rules)"))
+        self.log(types.MessageType.Log,
+                 f"linted {basename(uri)} (version {version}): {len(outcome.diagnostics)} "
+                 f"diagnostics in {outcome.seconds * 1000:.1f} ms")
+        self.state.results[uri] = outcome
+        return outcome
+
+    def log(self, kind: types.MessageType, message: str) -> None:
+        """A ``window/logMessage`` (shown in the editor's language-server log)."""
+        self.window_log_message(types.LogMessageParams(type=kind, message=message))
+
+    def to_lsp(self, outcome: LintOutcome) -> list[types.Diagnostic]:
+        """The outcome's diagnostics as LSP diagnostics of its own snapshot."""
+        lines = outcome.text.split("\n")
+        return [lsp_diagnostic(d, lines, self.encoding, outcome.version) for d in outcome.diagnostics]
+
+    def snapshot(self, uri: str) -> tuple[int | None, str] | None:
+        """Version and text of an open document (None once it is closed)."""
+        if uri not in self.state.open:
+            return None
+        document = self.workspace.get_text_document(uri)
+        return document.version, document.source
+
+    # -- pushed diagnostics ----------------------------------------------------------------
+
+    def schedule(self, uri: str, delay: float) -> None:
+        """(Re)start the publish task of ``uri``; an earlier pending one is cancelled."""
+        if self.state.pull:
+            return
+        previous = self.state.pending.pop(uri, None)
+        if previous is not None:
+            previous.cancel()
+        self.state.pending[uri] = asyncio.ensure_future(self._publish_later(uri, delay))
+
+    async def _publish_later(self, uri: str, delay: float) -> None:
+        try:
+            if delay:
+                await asyncio.sleep(delay)
+            snapshot = self.snapshot(uri)
+            if snapshot is None:
+                return
+            version, text = snapshot
+            outcome = await self.lint(uri, version, text)
+            current = self.snapshot(uri)
+            if outcome is None or current is None or current[0] != version:
+                return  # closed or edited meanwhile: a newer task publishes
+            self.publish(uri, version, self.to_lsp(outcome))
+        finally:
+            if self.state.pending.get(uri) is asyncio.current_task():
+                del self.state.pending[uri]
+
+    def publish(self, uri: str, version: int | None, diagnostics: list[types.Diagnostic]) -> None:
+        """``textDocument/publishDiagnostics`` (with the version if the client takes it)."""
+        with_version = self._capability("text_document.publish_diagnostics.version_support")
+        self.text_document_publish_diagnostics(types.PublishDiagnosticsParams(
+            uri=uri, diagnostics=diagnostics, version=version if with_version else None))
+
+    async def fix_all_edit(self, uri: str, version: int | None, text: str) -> types.TextEdit | None:
+        """The single edit applying every safe fix, or None when there is nothing to fix."""
+        outcome = self.state.results.get(uri)
+        if outcome is None or outcome.version != version or outcome.text != text:
+            outcome = await self.lint(uri, version, text)
+        if outcome is None or not any(d.fix and d.fix.applicability is Applicability.SAFE
+                                      for d in outcome.diagnostics):
+            return None
+        loop = asyncio.get_running_loop()
+        fixed = await loop.run_in_executor(self.lint_executor, fix_source, text,
+                                           document_path(uri) or uri, outcome.settings, False)
+        return whole_text_edit(text, fixed.text, self.encoding) if fixed.text != text else None
+
+    def relint_open_documents(self) -> None:
+        """Configuration changed: recompute every open document's diagnostics."""
+        self.settings_cache.clear()
+        if not self.state.pull:
+            for uri in self.state.open:
+                self.schedule(uri, 0)
+        elif self._capability("workspace.diagnostics.refresh_support"):
+            self.workspace_diagnostic_refresh(None)
+
+
+def build_server() -> GradlintServer:
+    """A server with every gradlint feature registered."""
+    server = GradlintServer()
+
+    @server.feature(types.INITIALIZE)
+    def initialize(ls: GradlintServer, params: types.InitializeParams) -> None:
+        ls.state.pull = ls._capability("text_document.diagnostic") is not None
+
+    @server.feature(types.INITIALIZED)
+    def initialized(ls: GradlintServer, params: types.InitializedParams) -> None:
+        if not ls._capability("workspace.did_change_watched_files.dynamic_registration"):
+            return
+        watchers = [types.FileSystemWatcher(glob_pattern=f"**/{name}") for name in CONFIG_NAMES]
+        ls.client_register_capability(types.RegistrationParams(registrations=[types.Registration(
+            id=WATCHERS_ID, method=types.WORKSPACE_DID_CHANGE_WATCHED_FILES,
+            register_options=types.DidChangeWatchedFilesRegistrationOptions(watchers=watchers))]))
+
+    @server.feature(types.TEXT_DOCUMENT_DID_OPEN)
+    def did_open(ls: GradlintServer, params: types.DidOpenTextDocumentParams) -> None:
+        ls.state.open.add(params.text_document.uri)
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CHANGE)
+    def did_change(ls: GradlintServer, params: types.DidChangeTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, DEBOUNCE_SECONDS)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_SAVE)
+    def did_save(ls: GradlintServer, params: types.DidSaveTextDocumentParams) -> None:
+        ls.schedule(params.text_document.uri, 0)
+
+    @server.feature(types.TEXT_DOCUMENT_DID_CLOSE)
+    def did_close(ls: GradlintServer, params: types.DidCloseTextDocumentParams) -> None:
+        uri = params.text_document.uri
+        ls.state.open.discard(uri)
+        ls.state.results.pop(uri, None)
+        task = ls.state.pending.pop(uri, None)
+        if task is not None:
+            task.cancel()
+        if not ls.state.pull:
+            ls.publish(uri, None, [])
+
+    @server.feature(types.WORKSPACE_DID_CHANGE_WATCHED_FILES)
+    def watched_files(ls: GradlintServer, params: types.DidChangeWatchedFilesParams) -> None:
+        if any(basename(change.uri) in CONFIG_NAMES for change in params.changes):
+            ls.relint_open_documents()
+
+    @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
+                    types.DiagnosticOptions(identifier="gradlint", inter_file_dependencies=False,
+                                            workspace_diagnostics=False))
+    async def pull(ls: GradlintServer, params: types.DocumentDiagnosticParams
+                   ) -> types.RelatedFullDocumentDiagnosticReport:
+        uri = params.text_document.uri
+        while True:
+            document = ls.workspace.get_text_document(uri)
+            version, text = document.version, document.source
+            outcome = await ls.lint(uri, version, text)
+            latest = ls.workspace.get_text_document(uri)
+            if latest.version == version:
+                break
+        items = ls.to_lsp(outcome) if outcome else []
+        return types.RelatedFullDocumentDiagnosticReport(items=items)
+
+    @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(
+        code_action_kinds=[types.CodeActionKind.QuickFix, FIX_ALL]))
+    async def code_action(ls: GradlintServer, params: types.CodeActionParams
+                          ) -> list[types.CodeAction] | None:
+        uri = params.text_document.uri
+        document = ls.workspace.get_text_document(uri)
+        version, text = document.version, document.source
+        builder = ActionBuilder(uri, version, text, ls.encoding,
+                                bool(ls._capability("workspace.workspace_edit.document_changes")))
+        only = params.context.only
+        actions = code_actions(builder, list(params.context.diagnostics), only)
+        automatic = params.context.trigger_kind == types.CodeActionTriggerKind.Automatic
+        if wants(only, FIX_ALL) and (only is not None or not automatic):  # lightbulb: skip the fixer
+            edit = await ls.fix_all_edit(uri, version, text)
+            if edit is not None and ls.workspace.get_text_document(uri).version == version:
+                actions.append(builder.fix_all(edit))
+        return actions or None
+
+    @server.feature(types.TEXT_DOCUMENT_HOVER)
+    def hover(ls: GradlintServer, params: types.HoverParams) -> types.Hover | None:
+        document = ls.workspace.get_text_document(params.text_document.uri)
+        lines = document.source.split("\n")
+        position = params.position
+        line, column = from_client(lines, Point(position.line, position.character), ls.encoding)
+        code = code_at(lines[line], column)
+        doc = rule_doc(code) if code else None
+        if doc is None:
+            return None
+        return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=doc))
+
+    return server
+
+
+def serve() -> None:
+    """Run the server on stdin / stdout until the client says exit."""
+    logging.basicConfig(level=logging.WARNING, format="gradlint-lsp: %(levelname)s: %(message)s")
+    build_server().start_io()
