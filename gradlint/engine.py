@@ -7,6 +7,8 @@ the process pool and the language server all call :func:`lint_source` or :func:`
 
 from __future__ import annotations
 
+import ast
+import unicodedata
 from collections.abc import Iterable
 
 import libcst as cst
@@ -14,41 +16,58 @@ import libcst as cst
 from gradlint.diagnostics import Diagnostic, Span
 from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
-from gradlint.model.unit import parse_unit
+from gradlint.model.unit import UnitLibrary
 from gradlint.rules import RULES, SYNTAX_ERROR, UNUSED_SUPPRESSION
-from gradlint.screen import might_hold_training_loop, screen
+from gradlint.screen import ModuleFacts, Unit, might_hold_training_loop, might_hold_training_loop_bytes, screen
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode
 from gradlint.suppression import apply_suppressions, might_hold_suppression
 
 
-def lint_bytes(data: bytes, path: str, settings: Settings) -> list[Diagnostic]:
+def worth_analysing(data: bytes, settings: Settings) -> bool:
+    """Whether file bytes pass the text filters; a file that doesn't has no diagnostic at all.
+
+    Searches the bytes (no decoding) first: it is the answer on ``data.decode("latin-1")``.
+    """
+    if might_hold_training_loop_bytes(data):
+        return True
+    return settings.enabled(UNUSED_SUPPRESSION.code) and might_hold_suppression(data.decode("latin-1"))
+
+
+def lint_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False) -> list[Diagnostic]:
     """Decode ``data`` like Python does, then lint it; undecodable text is a GL000."""
-    latin = data.decode("latin-1")
-    if not might_hold_training_loop(latin) and not _unused_suppressions_wanted(latin, settings):
+    if not full and not worth_analysing(data, settings):
         return []
     try:
         text = decode(data).text
     except SourceError as exc:
         return _syntax_error(path, exc.message, exc.line, exc.column, settings)
-    return lint_source(text, path, settings)
+    return lint_source(text, path, settings, full=full)
 
 
-def lint_source(source: str, path: str, settings: Settings) -> list[Diagnostic]:
+def lint_source(source: str, path: str, settings: Settings, *, full: bool = False) -> list[Diagnostic]:
     """All diagnostics for one module's text, suppression comments applied, sorted by line,
-    column and code."""
-    if not might_hold_training_loop(source):
+    column and code.
+
+    ``full`` turns off every shortcut (text filters, unit selection): each function and
+    top-level statement of the module is parsed with libcst. It is the reference the fast
+    path is tested against (tests/test_fast_path.py): the shortcuts must never change a result.
+    """
+    if not full and not might_hold_training_loop(source):
         if _unused_suppressions_wanted(source, settings):
             return apply_suppressions([], source, path, settings)
         return []
-    loops = training_loops(source, path, settings)
+    loops = training_loops(source, path, settings, full=full)
     if isinstance(loops, Diagnostic):
         return [loops] if settings.enabled(loops.code) else []
     found: dict[tuple[str, Span], Diagnostic] = {}
     for loop in loops:
         for diagnostic in _check(loop, path, settings):
             found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
-    return apply_suppressions(sorted(found.values(), key=Diagnostic.sort_key), source, path, settings)
+    diagnostics = sorted(found.values(), key=Diagnostic.sort_key)
+    if not diagnostics and not settings.enabled(UNUSED_SUPPRESSION.code):
+        return diagnostics  # nothing to suppress, no unused suppression to report: skip tokenizing
+    return apply_suppressions(diagnostics, source, path, settings)
 
 
 def _unused_suppressions_wanted(text: str, settings: Settings) -> bool:
@@ -56,26 +75,70 @@ def _unused_suppressions_wanted(text: str, settings: Settings) -> bool:
     return settings.enabled(UNUSED_SUPPRESSION.code) and might_hold_suppression(text)
 
 
-def training_loops(source: str, path: str, settings: Settings) -> list[TrainingLoop] | Diagnostic:
+def training_loops(source: str, path: str, settings: Settings, *, full: bool = False) -> list[TrainingLoop] | Diagnostic:
     """The loop model of a module, or the GL000 diagnostic that stops its analysis."""
     try:
-        screened = screen(source, settings.names)
+        if not full and not could_form_loop(source):
+            ast.parse(source)  # still the judge of syntax (GL000), but no walk and no libcst
+            return []
+        screened = screen(source, settings.names, every_unit=full)
     except SyntaxError as exc:
         return _syntax_diagnostic(path, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1)
     except (RecursionError, MemoryError):
         return _syntax_diagnostic(path, "file is too deeply nested to analyse", 1, 1)
-    if not screened.units:
+    roots = screened.units + screened.other_units  # other_units: only in the full analysis
+    if not roots:
         return []
     lines = source.split("\n")
     lines = [line + "\n" for line in lines[:-1]] + [lines[-1]]
+    backward_names = _backward_aliases(screened.facts) | _training_helpers(lines, screened.units)
+    library = UnitLibrary(lines, screened.units, screened.facts)
     loops: list[TrainingLoop] = []
-    for unit in screened.units:
+    for unit in roots:
+        if not full and not _unit_could_form_loop(lines, unit, backward_names):
+            continue
         try:
-            model = parse_unit(lines, unit, screened.facts)
-            loops.extend(build_loops(model))
+            loops.extend(build_loops(library.get(unit), library.resolve))
         except (cst.ParserSyntaxError, RecursionError):
             continue  # the running Python accepted it; libcst's grammar is the limit here
     return loops
+
+
+def _training_helpers(lines: list[str], units: list[Unit]) -> frozenset[str]:
+    """Names of the module's functions that call backward: a loop that calls one trains
+    through it (the model follows such calls), so its name stands in for ``backward``."""
+    return frozenset(
+        unit.name for unit in units
+        if unit.name != "<module>" and "backward" in "".join(lines[unit.start_line - 1 : unit.end_line])
+    )
+
+
+def could_form_loop(text: str) -> bool:
+    """Whether ``text`` can hold a training loop: one needs a step call and a backward call.
+
+    ``build_loops`` makes a loop only of a scope with a BACKWARD and a STEP event
+    (``gradlint/model/calls.py``): STEP comes from a ``.step(...)`` call whose attribute libcst
+    reads as written, so ``step`` is in the text; BACKWARD from ``.backward`` /
+    ``.manual_backward`` or a name imported as ``torch.autograd.backward``, whose import may
+    spell ``backward`` with compatibility characters that Python's parser normalises (NFKC).
+    """
+    if "step" not in text:
+        return False
+    return "backward" in text or (not text.isascii() and "backward" in unicodedata.normalize("NFKC", text))
+
+
+def _backward_aliases(facts: ModuleFacts) -> frozenset[str]:
+    """Local names imported from some ``...backward`` (``from torch.autograd import backward as bw``)."""
+    return frozenset(local for local, target in facts.aliases.items() if target.rsplit(".", 1)[-1] == "backward")
+
+
+def _unit_could_form_loop(lines: list[str], unit: Unit, backward_names: frozenset[str]) -> bool:
+    """:func:`could_form_loop` for one unit's own lines: ``step`` and a backward call spelled
+    ``backward`` or through a local alias (libcst reads names as written)."""
+    body = "".join(lines[unit.start_line - 1 : unit.end_line])
+    if "step" not in body:
+        return False
+    return "backward" in body or any(name in body for name in backward_names)
 
 
 def _check(loop: TrainingLoop, path: str, settings: Settings) -> Iterable[Diagnostic]:

@@ -20,6 +20,15 @@ def might_hold_training_loop(text: str) -> bool:
     return "backward" in text or ".step(" in text
 
 
+def might_hold_training_loop_bytes(data: bytes) -> bool:
+    """:func:`might_hold_training_loop` on raw file bytes, without decoding them.
+
+    The same answer as on ``data.decode("latin-1")`` (which maps each byte to one character),
+    so the runner and the cache can drop most files before decoding or hashing them.
+    """
+    return b"backward" in data or b".step(" in data
+
+
 @dataclass(frozen=True)
 class Unit:
     """A function or top-level statement worth a libcst parse (1-based inclusive lines)."""
@@ -69,19 +78,23 @@ class Screen:
     tree: ast.Module
     facts: ModuleFacts
     units: list[Unit]
+    other_units: list[Unit] = field(default_factory=list)
 
 
-def screen(text: str, extra_names: dict[str, Kind] | None = None) -> Screen:
-    """Parse ``text`` with ``ast`` (raising SyntaxError) and find the candidate units."""
+def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit: bool = False) -> Screen:
+    """Parse ``text`` with ``ast`` (raising SyntaxError) and find the candidate units.
+
+    ``every_unit`` also lists, as ``other_units``, every function and top-level compound
+    statement without a training call: for the full analysis the fast path is tested against.
+    """
     tree = ast.parse(text)
     facts = ModuleFacts(extra_names=dict(extra_names or {}))
-    facts.token_masking = "ignore_index" in text or "-100" in text
-    collector = _Collector(facts)
+    collector = _Collector(facts, every_unit)
     collector.visit(tree)
     facts.aliases = build_alias_table(collector.imports)
     for target, value in collector.assignments:
         _bind(facts, target, value)
-    return Screen(tree=tree, facts=facts, units=collector.units)
+    return Screen(tree=tree, facts=facts, units=collector.units, other_units=collector.other_units)
 
 
 def dotted_name(node: ast.AST) -> str | None:
@@ -108,11 +121,13 @@ def _is_training_call(node: ast.AST) -> bool:
 class _Collector(ast.NodeVisitor):
     """One walk: imports, assignments, function index and candidate units."""
 
-    def __init__(self, facts: ModuleFacts) -> None:
+    def __init__(self, facts: ModuleFacts, every_unit: bool = False) -> None:
         self.facts = facts
+        self.every_unit = every_unit
         self.imports: list[tuple[str | None, str, str | None]] = []
         self.assignments: list[tuple[ast.expr, ast.expr]] = []
         self.units: list[Unit] = []
+        self.other_units: list[Unit] = []
         self._stack: list[list[bool]] = [[False]]
         self._class: list[str] = []
         self._function: list[str] = []
@@ -136,6 +151,16 @@ class _Collector(ast.NodeVisitor):
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self.assignments.append((node.target, node.value))
+        self.generic_visit(node)
+
+    def visit_UnaryOp(self, node: ast.UnaryOp) -> None:
+        if isinstance(node.op, ast.USub) and isinstance(node.operand, ast.Constant) and node.operand.value == 100:
+            self.facts.token_masking = True  # labels masked with -100
+        self.generic_visit(node)
+
+    def visit_keyword(self, node: ast.keyword) -> None:
+        if node.arg == "ignore_index":
+            self.facts.token_masking = True
         self.generic_visit(node)
 
     def visit_Call(self, node: ast.Call) -> None:
@@ -169,6 +194,8 @@ class _Collector(ast.NodeVisitor):
         self._class = outer_class
         if self._stack.pop()[0]:
             self.units.append(unit)
+        elif self.every_unit:
+            self.other_units.append(unit)
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -179,8 +206,12 @@ class _Collector(ast.NodeVisitor):
                 continue
             self._stack[-1][0] = False
             self.visit(stmt)
-            if self._stack[-1][0] and isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
-                self.units.append(Unit("<module>", stmt.lineno, stmt.end_lineno or stmt.lineno, 0))
+            if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
+                unit = Unit("<module>", stmt.lineno, stmt.end_lineno or stmt.lineno, 0)
+                if self._stack[-1][0]:
+                    self.units.append(unit)
+                elif self.every_unit:
+                    self.other_units.append(unit)
 
 
 def _bind(facts: ModuleFacts, target: ast.expr, value: ast.expr) -> None:

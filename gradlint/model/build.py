@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import re
+from collections.abc import Callable
 
 import libcst as cst
 
@@ -14,6 +15,8 @@ from gradlint.model.unit import UnitModel
 from gradlint.names import Kind
 
 _LOOPS = (cst.For, cst.While)
+_INLINE_DEPTH = 2
+Resolver = Callable[[cst.Call, UnitModel], "UnitModel | None"]
 _SCOPES_SKIPPED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _MICRO_HEADER = re.compile(r"micro|accum|grad_acc|n_acc|acc_steps", re.I)
 _CADENCE_CALL = re.compile(r"log|save|checkpoint|eval|add_scalar|print|wandb|write|report|step", re.I)
@@ -23,14 +26,21 @@ _ZERO_BASED_PARAMS = frozenset({"batch_idx", "batch_nb", "batch_index", "batch_n
 
 
 class _Collector(cst.CSTVisitor):
-    """Collect events, loops, ifs, withs and assignments with their ancestors."""
+    """Collect events, loops, ifs, withs and assignments with their ancestors.
 
-    def __init__(self, unit: UnitModel) -> None:
+    A call to a function of the same module that itself trains (``self.train_step(batch)``)
+    is followed into that function, up to two levels deep: its events join the caller's, at
+    the call site, each still pointing at its own unit for positions and loss tracing.
+    """
+
+    def __init__(self, unit: UnitModel, resolve: Resolver | None = None) -> None:
         self.unit = unit
+        self.resolve = resolve
+        self._chain: list[UnitModel] = [unit]
         self.events: list[Event] = []
-        self.loops: list[cst.CSTNode] = []
-        self.ifs: list[tuple[cst.If, tuple[cst.CSTNode, ...]]] = []
-        self.withs: list[cst.With] = []
+        self.loops: list[tuple[cst.CSTNode, UnitModel]] = []
+        self.ifs: list[tuple[cst.If, tuple[cst.CSTNode, ...], UnitModel]] = []
+        self.withs: list[tuple[cst.With, UnitModel]] = []
         self.counters: set[str] = set()
         self.reported: set[str] = set()
         self.callees: list[tuple[str, tuple[cst.CSTNode, ...]]] = []
@@ -43,11 +53,11 @@ class _Collector(cst.CSTVisitor):
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             self._statement = node
         if isinstance(node, _LOOPS):
-            self.loops.append(node)
+            self.loops.append((node, self.unit))
         elif isinstance(node, cst.If):
-            self.ifs.append((node, tuple(self._stack)))
+            self.ifs.append((node, tuple(self._stack), self.unit))
         elif isinstance(node, cst.With):
-            self.withs.append(node)
+            self.withs.append((node, self.unit))
         elif isinstance(node, cst.Call):
             self._call(node)
             self._report_call(node)
@@ -62,15 +72,27 @@ class _Collector(cst.CSTVisitor):
 
     def _add(self, role: Role, node: cst.CSTNode, **details: object) -> None:
         statement = node if isinstance(node, cst.BaseCompoundStatement) else self._statement or node
-        self.events.append(Event(role, node, statement, ancestors=tuple(self._stack), **details))
+        self.events.append(Event(role, node, statement, ancestors=tuple(self._stack), unit=self.unit, **details))
 
     def _call(self, call: cst.Call) -> None:
         found = classify(call, self.unit.facts)
         if found is None:
+            callee = self.resolve(call, self.unit) if self.resolve and len(self._chain) <= _INLINE_DEPTH else None
+            if callee is not None and all(callee is not u for u in self._chain):
+                self._inline(call, callee)
             return
         self._add(found.role, call, receiver=found.receiver, kind=found.kind, target=found.target,
                   loss=found.loss, framework=found.framework, closure=found.closure,
                   metric=found.metric)
+
+    def _inline(self, call: cst.Call, callee: UnitModel) -> None:
+        saved = (self.unit, self._stack, self._statement)
+        self._chain.append(callee)
+        self.unit, self._stack = callee, [*self._stack, call]
+        callee.root.visit(self)
+        callee.visited = True
+        self._chain.pop()
+        self.unit, self._stack, self._statement = saved
 
     def _report_call(self, call: cst.Call) -> None:
         """Names handed to logging, evaluation or checkpoint calls: step-counted cadence."""
@@ -87,7 +109,7 @@ class _Collector(cst.CSTVisitor):
             name = dotted(node.target)
             if name is None:
                 return
-            self.unit.assignments.setdefault(name, []).append((line, node))
+            self._record(name, line, node)
             if isinstance(node.operator, cst.AddAssign) and isinstance(node.value, cst.Integer):
                 self.counters.add(name)
                 self._add(Role.COUNTER, node, receiver=name)
@@ -100,7 +122,11 @@ class _Collector(cst.CSTVisitor):
                 self._add(Role.ZERO_GRAD, self._zeroing_loop(target) or node, receiver=dotted(target))
             name = dotted(target)
             if name is not None and node.value is not None:
-                self.unit.assignments.setdefault(name, []).append((line, node.value))
+                self._record(name, line, node.value)
+
+    def _record(self, name: str, line: int, value: cst.CSTNode) -> None:
+        if not self.unit.visited:
+            self.unit.assignments.setdefault(name, []).append((line, value))
 
 
     def _zeroing_loop(self, target: cst.Attribute) -> cst.For | None:
@@ -121,14 +147,16 @@ def _is_grad_reset(target: cst.BaseExpression, value: cst.BaseExpression | None)
     )
 
 
-def build_loops(unit: UnitModel) -> list[TrainingLoop]:
-    """All training loops of ``unit``, with every event placed."""
-    collector = _Collector(unit)
+def build_loops(unit: UnitModel, resolve: Resolver | None = None) -> list[TrainingLoop]:
+    """All training loops of ``unit``, with every event placed; ``resolve`` finds the
+    training functions of the same module that a call reaches."""
+    collector = _Collector(unit, resolve)
     unit.root.visit(collector)
+    unit.visited = True
     events = collector.events
     for order, event in enumerate(events):
         event.order = order
-        event.span = unit.span(event.node)
+        event.span = event.unit.span(event.node)
     loops = []
     for root, micro in _scopes(unit, collector, events):
         loops.append(_place(unit, collector, root, micro, [e for e in events if e.inside(root)]))
@@ -141,26 +169,26 @@ def _has(events: list[Event], node: cst.CSTNode, role: Role) -> bool:
 
 def _scopes(unit: UnitModel, collector: _Collector, events: list[Event]) -> list[tuple[cst.CSTNode, list]]:
     """Pick iteration scopes: the innermost loop with both backward and step, else the
-    per-batch function; a loop that looks like a micro-batch loop promotes to its parent."""
-    both = [
-        loop for loop in collector.loops
-        if _has(events, loop, Role.BACKWARD) and _has(events, loop, Role.STEP)
-    ]
+    per-batch function; a loop that looks like a micro-batch loop promotes to its parent.
+    A complete training loop inside a called helper is that helper's own scope, and the
+    caller's loops around it are not training loops (``fit`` calling ``train_epoch``)."""
+    loops = [loop for loop, _ in collector.loops]
+    own = {id(loop) for loop, owner in collector.loops if owner is unit} | {id(unit.root)}
+    both = [loop for loop in loops if _has(events, loop, Role.BACKWARD) and _has(events, loop, Role.STEP)]
     innermost = [loop for loop in both if not any(o is not loop and _encloses(loop, o, events) for o in both)]
     scopes: list[tuple[cst.CSTNode, list]] = []
     for loop in innermost:
-        parent = _parent_loop(loop, collector.loops, events)
+        parent = _parent_loop(loop, loops, events)
         if _is_micro_header(unit, loop) and (parent is not None or isinstance(unit.root, cst.FunctionDef)):
-            root = parent if parent is not None else unit.root
-            scopes.append((root, [loop]))
+            root, micro = (parent if parent is not None else unit.root), [loop]
         else:
-            scopes.append((loop, _micro_loops(loop, collector.loops, events)))
-    covered = [root for root, _ in scopes]
+            root, micro = loop, _micro_loops(loop, loops, events)
+        if id(root) in own:
+            scopes.append((root, micro))
     function = unit.root
-    if isinstance(function, cst.FunctionDef) and not covered:
-        own = [e for e in events if not any(e.inside(loop) for loop in innermost)]
-        if any(e.role is Role.BACKWARD for e in own) and any(e.role is Role.STEP and not e.closure for e in own):
-            scopes.append((function, _micro_loops(function, collector.loops, events)))
+    if isinstance(function, cst.FunctionDef) and not innermost:
+        if _has(events, function, Role.BACKWARD) and _has(events, function, Role.STEP):
+            scopes.append((function, _micro_loops(function, loops, events)))
     return scopes
 
 
@@ -212,8 +240,8 @@ def _place(
     unit: UnitModel, collector: _Collector, root: cst.CSTNode, micro: list[cst.CSTNode], events: list[Event]
 ) -> TrainingLoop:
     """Decide the shape of one scope and where each of its events runs."""
-    accumulate = [w for w in collector.withs if _is_accumulate(unit, w) and _contains(events, w)]
-    gates = _gates(unit, collector, root, events, bool(accumulate))
+    accumulate = [w for w, owner in collector.withs if _is_accumulate(owner, w) and _contains(events, w)]
+    gates = _gates(collector, root, events, bool(accumulate))
     if accumulate:
         shape = Shape.ACCELERATE
     elif gates:
@@ -222,7 +250,7 @@ def _place(
         shape = Shape.NESTED
     else:
         shape = Shape.PLAIN
-    sync_blocks = [w for w in collector.withs if _is_sync_context(unit, w)]
+    sync_blocks = [w for w, owner in collector.withs if _is_sync_context(owner, w)]
     for event in events:
         event.place = _place_of(event, shape, gates, micro)
         event.no_sync = any(event.inside(w) for w in sync_blocks)
@@ -233,12 +261,12 @@ def _place(
         )
     gate_nodes = [g.node for g in gates]
     cadence = set(collector.reported)
-    for node, _ in collector.ifs:
+    for node, _, _ in collector.ifs:
         if not any(node is g for g in gate_nodes):
             cadence |= names_in(node.test)
     loop = TrainingLoop(root=root, unit=unit, shape=shape, events=events, gates=gates,
                         micro_loops=micro, accumulate_blocks=accumulate,
-                        iterates_loader=_iterates_loader(root), cadence_names=frozenset(cadence),
+                        iterates_loader=_iterates_loader(unit, root), cadence_names=frozenset(cadence),
                         callees=frozenset(name for name, chain in collector.callees if any(a is root for a in chain)))
     loop.factor = _factor(unit, loop)
     return loop
@@ -259,8 +287,11 @@ def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:
     return False
 
 
-def _iterates_loader(root: cst.CSTNode) -> bool:
-    """A ``for`` over a finite data loader (not ``range``/``count``)."""
+def _iterates_loader(unit: UnitModel, root: cst.CSTNode) -> bool:
+    """A ``for`` over a finite data loader (not ``range``/``count``), or a ``while`` that
+    drains one (``while i < len(loader)``, ``next(it)`` until ``StopIteration``)."""
+    if isinstance(root, cst.While):
+        return "len(" in unit.code(root.test) or "StopIteration" in unit.code(root.body)
     if not isinstance(root, cst.For):
         return False
     source = root.iter
@@ -341,22 +372,16 @@ def _is_accumulate(unit: UnitModel, with_node: cst.With) -> bool:
     return False
 
 
-def _gates(
-    unit: UnitModel, collector: _Collector, root: cst.CSTNode, events: list[Event], accelerate: bool
-) -> list[Gate]:
+def _gates(collector: _Collector, root: cst.CSTNode, events: list[Event], accelerate: bool) -> list[Gate]:
     """The ``if`` statements inside ``root`` that separate the boundary from the body."""
-    def lookup(name: str) -> cst.BaseExpression | None:
-        values = unit.bound_values(name)
-        return values[-1] if len(values) == 1 and isinstance(values[-1], cst.BaseExpression) else None
-
     gates: list[Gate] = []
-    for node, ancestors in collector.ifs:
+    for node, ancestors, owner in collector.ifs:
         if not any(a is root for a in ancestors) and node is not root:
             continue
-        test = read_gate(node.test, lookup, collector.counters, unit.code)
+        test = read_gate(node.test, owner.single_value, collector.counters, owner.code)
         if test is None:
             continue
-        gate = _gate(unit, node, ancestors, test)
+        gate = _gate(owner, node, ancestors, test)
         if gate is not None and _qualifies(gate, events, accelerate, test):
             gates.append(gate)
     return gates

@@ -75,6 +75,7 @@ class Event:
     ancestors: tuple[cst.CSTNode, ...] = ()
     place: Place = Place.EVERY
     span: Span = Span(0, 0, 0, 0)
+    unit: UnitModel | None = None  # where the node lives (a called helper's unit when followed)
 
     def inside(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` encloses this event."""
@@ -137,6 +138,11 @@ class TrainingLoop:
             if any(e.role is Role.STEP and e.inside(gate.node) for e in self.events):
                 return gate
         return self.gates[0] if self.gates else None
+
+    @property
+    def single_unit(self) -> bool:
+        """Whether every event lives in the loop's own unit (no followed helper calls)."""
+        return all(e.unit is self.unit for e in self.events)
 
     @property
     def sync_controlled(self) -> bool:

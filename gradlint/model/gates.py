@@ -10,7 +10,6 @@ import libcst as cst
 from gradlint.model.syntax import dotted, names_in
 
 _FINAL_WORDS = ("len(", "last", "final", "steps_per_epoch", "num_batches", "epoch_end", "max_steps", "total_steps")
-_COUNT_WORDS = ("count", "accum", "micro", "acc_step", "n_acc")
 
 
 @dataclass(frozen=True)
@@ -72,9 +71,9 @@ def _read_bool(
         return None
     first = gates[0]
     if isinstance(expr.operator, cst.Or) == first.update_when:
+        lead = readings.index(first)
         final = any(
-            r is None and _ends_epoch(op, first.counter, lookup, code, depth)
-            for op, r in zip(operands, readings)
+            i != lead and _ends_epoch(op, first.counter, lookup, code, depth) for i, op in enumerate(operands)
         )
         return replace(first, final_branch=first.final_branch or final)
     return first
@@ -132,10 +131,8 @@ def _read_comparison(expr: cst.Comparison, counters: set[str]) -> GateTest | Non
 
 
 def _is_counter(name: str | None, counters: set[str]) -> bool:
-    if not name:
-        return False
-    low = name.rsplit(".", 1)[-1].lower()
-    return name in counters and any(w in low for w in _COUNT_WORDS)
+    """A name the unit increments with ``+= 1`` (an update gate must still hold the step)."""
+    return name is not None and name in counters
 
 
 def _mirror(op: cst.BaseCompOp) -> cst.BaseCompOp:

@@ -30,6 +30,7 @@ class UnitModel:
     line_offset: int
     facts: ModuleFacts
     assignments: dict[str, list[tuple[int, cst.CSTNode]]] = field(default_factory=dict)
+    visited: bool = False  # assignments are recorded on the first walk only
 
     def span(self, node: cst.CSTNode) -> Span:
         """The file span of ``node`` (1-based lines and columns, end exclusive)."""
@@ -45,10 +46,14 @@ class UnitModel:
         """Source text of ``node`` as written."""
         return self.module.code_for_node(node)
 
-    def bound_values(self, name: str, before_line: int | None = None) -> list[cst.CSTNode]:
-        """Values assigned to ``name`` in this unit (optionally only above a line)."""
-        found = self.assignments.get(name, [])
-        return [v for line, v in found if before_line is None or line <= before_line]
+    def bound_values(self, name: str) -> list[cst.CSTNode]:
+        """Values assigned to ``name`` in this unit."""
+        return [value for _, value in self.assignments.get(name, [])]
+
+    def single_value(self, name: str) -> cst.BaseExpression | None:
+        """The expression of ``name``'s only assignment in this unit, if it has exactly one."""
+        values = self.bound_values(name)
+        return values[0] if len(values) == 1 and isinstance(values[0], cst.BaseExpression) else None
 
 
 def parse_unit(lines: list[str], unit: Unit, facts: ModuleFacts) -> UnitModel:
@@ -65,3 +70,41 @@ def parse_unit(lines: list[str], unit: Unit, facts: ModuleFacts) -> UnitModel:
     offset = unit.start_line - 1 - (1 if nested else 0)
     return UnitModel(unit=unit, module=module, root=root, positions=positions,
                      line_offset=offset, facts=facts)
+
+
+class UnitLibrary:
+    """Parses a module's candidate units on demand, once each, and resolves calls to them."""
+
+    def __init__(self, lines: list[str], units: list[Unit], facts: ModuleFacts) -> None:
+        self._lines = lines
+        self._facts = facts
+        self._parsed: dict[Unit, UnitModel] = {}
+        self._by_name: dict[str, list[Unit]] = {}
+        for unit in units:
+            self._by_name.setdefault(unit.name, []).append(unit)
+
+    def get(self, unit: Unit) -> UnitModel:
+        """The parsed model of ``unit`` (raises libcst's ParserSyntaxError)."""
+        if unit not in self._parsed:
+            self._parsed[unit] = parse_unit(self._lines, unit, self._facts)
+        return self._parsed[unit]
+
+    def resolve(self, call: cst.Call, caller: UnitModel) -> UnitModel | None:
+        """The training function ``call`` reaches: ``train_step(...)`` or ``self.train_step(...)``,
+        when exactly one function (or one method of the caller's class) fits."""
+        func = call.func
+        if isinstance(func, cst.Name):
+            name, method = func.value, False
+        elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
+            name, method = func.attr.value, True
+        else:
+            return None
+        fits = [u for u in self._by_name.get(name, []) if (u.class_name is not None) == method]
+        if method and len(fits) > 1:
+            fits = [u for u in fits if u.class_name == caller.unit.class_name]
+        if len(fits) != 1:
+            return None
+        try:
+            return self.get(fits[0])
+        except (cst.ParserSyntaxError, RecursionError):
+            return None

@@ -10,7 +10,7 @@ from gradlint.model.events import Role, TrainingLoop
 from gradlint.rules.base import Finding, Rule, RuleInfo
 from gradlint.rules.helpers import per_micro_batch
 
-_STEP_COUNTER = re.compile(r"step|update|iter", re.I)
+_STEP_COUNTER = re.compile(r"step|update|iter|^it$|^itr$", re.I)
 _MICRO_COUNTER = re.compile(r"micro|accum|batch|sample|token|seen", re.I)
 
 

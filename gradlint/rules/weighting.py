@@ -16,6 +16,7 @@ from gradlint.rules.scaling import framework_divides
 
 _TOKEN_LOSSES = ("cross_entropy", "crossentropy", "nll_loss", "criterion", "loss_fn", "lm_loss")
 _ACCUMULATION_WORDS = ("accum", "grad_acc", "gas", "micro")
+_TOKEN_COUNT_WORDS = ("token", "num_items", "valid", "numel", "ntok", "n_tok", "num_tgt", "mask")
 
 
 def fixed_divisor(loop: TrainingLoop, trace: LossTrace) -> str | None:
@@ -60,9 +61,12 @@ class MeanOfMeans(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event, trace in _scaled_traces(loop):
-            divisor = fixed_divisor(loop, trace)
-            if divisor is None or not _token_mean(loop, trace):
+            divisors = [loop.unit.code(d).strip() for d in trace.divisors]
+            if not divisors or not _token_mean(loop, trace):
                 continue
+            if any(word in d.lower() for d in divisors for word in _TOKEN_COUNT_WORDS):
+                continue  # already weighted by a count of valid tokens
+            divisor = divisors[0].strip("()")
             yield Finding(event.span, f"a per-token mean loss is divided equally by {divisor}, so micro-batches with "
                           "few valid tokens weigh as much as full ones (a mean of means); compute the loss with "
                           "reduction=\"sum\" and divide by the window's total count of valid tokens")
