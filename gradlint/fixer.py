@@ -199,61 +199,91 @@ def _with_newline(edit: Edit, newline: str) -> str:
 
 @dataclass
 class FileFix:
-    """What fixing one file did: the result, the bytes, and why it was not written (if so)."""
+    """What fixing one file did: its text before and after, the diagnostics fixed and
+    remaining, fixes reverted, and why it was left unchanged (if it was)."""
 
     path: Path
-    original: bytes = b""
-    fixed_bytes: bytes | None = None
-    result: FixResult | None = None
+    display: str
+    before: str = ""
+    after: str = ""
+    fixed: list[Diagnostic] = field(default_factory=list)
     remaining: list[Diagnostic] = field(default_factory=list)
+    reverted: list[Reverted] = field(default_factory=list)
     error: str | None = None
 
     @property
-    def fixed(self) -> list[Diagnostic]:
-        return self.result.fixed if self.result is not None and self.error is None else []
-
-    @property
     def changed(self) -> bool:
-        return self.fixed_bytes is not None and self.fixed_bytes != self.original and self.error is None
+        return self.error is None and self.after != self.before
 
 
 def fix_file(path: Path, display: str, settings: Settings, unsafe: bool, write: bool) -> FileFix:
-    """Fix one file; with ``write``, replace it atomically. Unreadable, undecodable or
-    unwritable files keep their bytes and report every diagnostic as remaining."""
-    outcome = FileFix(path)
+    """Fix one file (a notebook's code cells too); with ``write``, replace it atomically.
+    Unreadable, undecodable or unwritable files keep their bytes and report every
+    diagnostic as remaining."""
+    outcome = FileFix(path, display)
     try:
-        outcome.original = path.read_bytes()
-    except OSError as exc:
-        from gradlint.runner import lint_file
-
-        outcome.remaining = lint_file(path, settings)
-        outcome.error = None if outcome.remaining else f"cannot read file: {exc.strerror or exc}"
+        data = path.read_bytes()
+    except OSError:
+        return _lint_only(outcome, settings)
+    if path.suffix == ".ipynb":
+        fixed = _fix_notebook(outcome, data, settings, unsafe)
+    else:
+        fixed = _fix_python(outcome, data, settings, unsafe)
+    if fixed is None or not outcome.changed:
         return outcome
-    try:
-        decoded = decode(outcome.original)
-    except SourceError:
-        outcome.remaining = lint_bytes(outcome.original, display, settings)
-        return outcome
-    result = fix_source(decoded.text, display, settings, unsafe)
-    outcome.result, outcome.remaining = result, result.remaining
-    if result.text == decoded.text:
-        return outcome
-    try:
-        outcome.fixed_bytes = encode(decoded, result.text)
-    except UnicodeEncodeError:
-        return _unchanged(outcome, display, settings, f"fixed text cannot be encoded as {decoded.encoding}")
     if write:
         try:
-            write_atomic(path, outcome.fixed_bytes, expected=outcome.original)
+            write_atomic(path, fixed, expected=data)
         except OSError as exc:
-            return _unchanged(outcome, display, settings, exc.strerror or str(exc))
+            return _unchanged(outcome, settings, exc.strerror or str(exc))
     return outcome
 
 
-def _unchanged(outcome: FileFix, display: str, settings: Settings, reason: str) -> FileFix:
+def _fix_python(outcome: FileFix, data: bytes, settings: Settings, unsafe: bool) -> bytes | None:
+    try:
+        decoded = decode(data)
+    except SourceError:
+        outcome.remaining = lint_bytes(data, outcome.display, settings)
+        return None
+    result = fix_source(decoded.text, outcome.display, settings, unsafe)
+    outcome.before, outcome.after = decoded.text, result.text
+    outcome.fixed, outcome.remaining, outcome.reverted = result.fixed, result.remaining, result.reverted
+    if not outcome.changed:
+        return None
+    try:
+        return encode(decoded, result.text)
+    except UnicodeEncodeError:
+        _unchanged(outcome, settings, f"the fixed text cannot be encoded as {decoded.encoding}")
+        return None
+
+
+def _fix_notebook(outcome: FileFix, data: bytes, settings: Settings, unsafe: bool) -> bytes | None:
+    from gradlint.notebook import NotebookError, fix_notebook
+
+    try:
+        result = fix_notebook(data.decode("utf-8"), outcome.display, settings, unsafe)
+    except (UnicodeDecodeError, NotebookError):
+        _lint_only(outcome, settings)
+        return None
+    outcome.before, outcome.after = data.decode("utf-8"), result.text
+    outcome.fixed, outcome.remaining = result.fixed, result.remaining
+    if result.error is not None:
+        _unchanged(outcome, settings, result.error)
+        return None
+    return result.text.encode("utf-8") if outcome.changed else None
+
+
+def _lint_only(outcome: FileFix, settings: Settings) -> FileFix:
+    from gradlint.runner import lint_file
+
+    outcome.remaining = lint_file(outcome.path, settings)
+    return outcome
+
+
+def _unchanged(outcome: FileFix, settings: Settings, reason: str) -> FileFix:
     outcome.error = f"not fixed: {reason}"
-    outcome.remaining = lint_bytes(outcome.original, display, settings)
-    return outcome
+    outcome.after, outcome.fixed = outcome.before, []
+    return _lint_only(outcome, settings)
 
 
 def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None:
