@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import os
 import sys
@@ -19,6 +20,7 @@ from gradlint.config import ConfigResolver, Overrides, check_overrides, settings
 from gradlint.diagnostics import Diagnostic
 from gradlint.discovery import discover
 from gradlint.exclusion import PathFilter
+from gradlint.fix_run import fix_paths, problems, render_diff, render_fixes
 from gradlint.reporters import DEFAULT_FORMAT, FORMATS, Report, ReportOptions, render
 from gradlint.rule_docs import rule_record
 from gradlint.rules import CATALOGUE
@@ -78,29 +80,38 @@ def main() -> None:
 @click.option("-q", "--quiet", is_flag=True, help="Print findings only (no summary line).")
 @click.option("--color", type=click.Choice(["auto", "always", "never"]), default="auto", show_default=True,
               help="Colour the output (auto: only on a terminal, honouring NO_COLOR / FORCE_COLOR).")
+@click.option("--fix", is_flag=True, help="Apply the safe fixes in place, then report what remains.")
+@click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix or --diff) the fixes that rest on an assumption.")
+@click.option("--diff", is_flag=True, help="Print the fixes as a unified diff and write nothing; exit 1 if there are any.")
+@click.option("--show-fixes", is_flag=True, help="List the problems fixed (with --diff: that would be fixed).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when problems are found.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
 def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignore: str | None,
           extend_select: str | None, exclude: str | None, extend_exclude: str | None,
           force_exclude: bool | None, respect_gitignore: bool | None, config_path: Path | None,
           isolated: bool, stdin_filename: str | None, add_noqa: bool, output_file: Path | None,
-          statistics: bool, quiet: bool, color: str, exit_zero: bool, no_cache: bool) -> None:
+          statistics: bool, quiet: bool, color: str, fix: bool, unsafe_fixes: bool, diff: bool, show_fixes: bool,
+          exit_zero: bool, no_cache: bool) -> None:
     """Check PATHS (files or folders; default: the current folder; '-': stdin)."""
     overrides = Overrides(select=_codes(select), ignore=_codes(ignore) or (),
                           extend_select=_codes(extend_select) or (), exclude=_codes(exclude),
                           extend_exclude=_codes(extend_exclude) or (), respect_gitignore=respect_gitignore,
                           force_exclude=force_exclude)
-    options = ReportOptions(quiet=quiet, statistics=statistics)
+    options = ReportOptions(quiet=quiet, statistics=statistics, unsafe_fixes=unsafe_fixes)
     try:
         check_overrides(overrides)
         resolver = ConfigResolver(config=config_path, isolated=isolated)
         if paths == (Path("-"),) or (not paths and stdin_filename):
+            if diff:
+                fail("--diff does not read stdin; use --fix to print the fixed text")
             _check_stdin(stdin_filename, resolver, overrides, output_format, output_file, options, color,
-                         exit_zero)
+                         exit_zero, fix=fix, unsafe=unsafe_fixes)
         files = discover(list(paths) or [Path(".")], PathFilter(resolver, overrides))
         settings = {path: settings_for(path, overrides=overrides, resolver=resolver) for path in files}
     except SettingsError as exc:
         fail(str(exc))
+    if fix or diff:
+        _fix(files, settings, diff, show_fixes, output_format, output_file, options, color, exit_zero)
     result = run(files, settings)
     if add_noqa:
         _add_noqa(files, result.diagnostics)
@@ -113,16 +124,31 @@ def _emit(report: Report, output_format: str, output_file: Path | None, options:
     """Render ``report`` to ``--output-file`` or to ``stream`` (stdout by default)."""
     if output_file is None:
         stream = stream or sys.stdout
-        render(report, output_format, stream, ReportOptions(use_color(color, stream), options.quiet,
-                                                             options.statistics))
+        render(report, output_format, stream, dataclasses.replace(options, color=use_color(color, stream)))
         return
     try:
         output_file.parent.mkdir(parents=True, exist_ok=True)
         with output_file.open("w", encoding="utf-8", newline="\n") as handle:
-            render(report, output_format, handle, ReportOptions(color == "always", options.quiet,
-                                                                options.statistics))
+            render(report, output_format, handle, dataclasses.replace(options, color=color == "always"))
     except OSError as exc:
         fail(f"cannot write {output_file}: {exc.strerror or exc}")
+
+
+def _fix(files: list[Path], settings: dict, diff: bool, show_fixes: bool, output_format: str,
+         output_file: Path | None, options: ReportOptions, color: str, exit_zero: bool) -> None:
+    """``--fix`` (write the fixes, report what remains) or ``--diff`` (print them), then exit."""
+    outcome = fix_paths(files, settings, options.unsafe_fixes, write=not diff)
+    for line in problems(outcome):
+        click.echo(f"gradlint: warning: {line}", err=True)
+    if diff:
+        render_diff(outcome, sys.stdout)
+        render_fixes(outcome, sys.stderr, would=True)
+        sys.exit(0 if exit_zero or not outcome.changed else 1)
+    if show_fixes:
+        render_fixes(outcome, sys.stdout)
+    remaining = outcome.remaining
+    _emit(Report(remaining, len(files), fixed=len(outcome.fixed)), output_format, output_file, options, color)
+    sys.exit(0 if exit_zero or not remaining else 1)
 
 
 def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides: Overrides,

@@ -10,7 +10,7 @@ from pathlib import Path
 from typing import TextIO
 
 from gradlint.diagnostics import Diagnostic
-from gradlint.fixer import FileFix, applicable, fix_file
+from gradlint.fixer import FileFix, fix_file
 from gradlint.runner import display_path
 from gradlint.settings import Settings
 
@@ -81,26 +81,3 @@ def problems(run: FixRun) -> list[str]:
             lines.append(f"{outcome.display}:{d.line}:{d.column}: {d.code} fix reverted: the result does not "
                          f"parse ({reverted.error})")
     return lines
-
-
-def fix_summary(run: FixRun) -> str | None:
-    """``Found 3 problems (2 fixed, 1 remaining).``, or None when nothing was fixed."""
-    fixed, remaining = len(run.fixed), len(run.remaining)
-    if not fixed:
-        return None
-    total = fixed + remaining
-    return f"Found {total} {'problem' if total == 1 else 'problems'} ({fixed} fixed, {remaining} remaining)."
-
-
-def fixable_hint(diagnostics: list[Diagnostic], unsafe: bool) -> str | None:
-    """``[*] 2 fixable with the --fix option (1 hidden fix can be enabled with the
-    --unsafe-fixes option).``, or None when nothing is fixable."""
-    fixable = sum(applicable(d.fix, unsafe) for d in diagnostics)
-    hidden = 0 if unsafe else sum(applicable(d.fix, True) and not applicable(d.fix, False) for d in diagnostics)
-    if not fixable and not hidden:
-        return None
-    text = f"[*] {fixable} fixable with the --fix option" if fixable else "No fixes available"
-    if hidden:
-        fixes = "fix" if hidden == 1 else "fixes"
-        text += f" ({hidden} hidden {fixes} can be enabled with the --unsafe-fixes option)"
-    return text + "."

@@ -15,15 +15,18 @@ class Report:
     diagnostics: list[Diagnostic]
     files_checked: int
     sources: dict[str, str] = field(default_factory=dict)
+    fixed: int = 0  # problems `--fix` fixed (the diagnostics are what remains)
 
 
 @dataclass(frozen=True)
 class ReportOptions:
-    """``--color``, ``--quiet`` and ``--statistics`` as resolved by the command line."""
+    """``--color``, ``--quiet``, ``--statistics`` and ``--unsafe-fixes`` as resolved by the
+    command line (unsafe fixes count as fixable, ``[*]``, only with the last)."""
 
     color: bool = False
     quiet: bool = False
     statistics: bool = False
+    unsafe_fixes: bool = False
 
 
 def location(diagnostic: Diagnostic) -> str:

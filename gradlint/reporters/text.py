@@ -11,7 +11,7 @@ from rich.console import Console
 from rich.text import Text
 
 from gradlint.diagnostics import Applicability, Diagnostic, Severity
-from gradlint.fixer import apply_fixes
+from gradlint.fixer import applicable, apply_fixes
 from gradlint.reporters.model import Report, ReportOptions, location
 from gradlint.reporters.sources import SourceLines
 
@@ -30,8 +30,12 @@ def console_for(out: TextIO, color: bool) -> Console:
                    highlight=False, markup=False, emoji=False, soft_wrap=True)
 
 
-def summary(diagnostics: list[Diagnostic], files_checked: int) -> str:
-    """``Found N problems in M files.`` or ``All checks passed! (M files checked)``."""
+def summary(diagnostics: list[Diagnostic], files_checked: int, fixed: int = 0) -> str:
+    """``Found N problems in M files.`` or ``All checks passed! (M files checked)``; after
+    ``--fix`` fixed some, ``Found N problems (F fixed, R remaining).``"""
+    if fixed:
+        total = fixed + len(diagnostics)
+        return f"Found {total} {'problem' if total == 1 else 'problems'} ({fixed} fixed, {len(diagnostics)} remaining)."
     if not diagnostics:
         noun = "file" if files_checked == 1 else "files"
         return f"All checks passed! ({files_checked} {noun} checked)"
@@ -41,10 +45,31 @@ def summary(diagnostics: list[Diagnostic], files_checked: int) -> str:
     return f"Found {len(diagnostics)} {problems} in {files} {noun}."
 
 
-def _headline(diagnostic: Diagnostic) -> Text:
+def fixable_hint(diagnostics: list[Diagnostic], unsafe: bool) -> str | None:
+    """``[*] 2 fixable with the --fix option (1 hidden fix can be enabled with the
+    --unsafe-fixes option).``, or None when nothing is fixable."""
+    fixable = sum(applicable(d.fix, unsafe) for d in diagnostics)
+    hidden = 0 if unsafe else sum(applicable(d.fix, True) and not applicable(d.fix, False) for d in diagnostics)
+    if not fixable and not hidden:
+        return None
+    text = f"[*] {fixable} fixable with the --fix option" if fixable else "No fixes available"
+    if hidden:
+        text += f" ({hidden} hidden {'fix' if hidden == 1 else 'fixes'} can be enabled with the --unsafe-fixes option)"
+    return text + "."
+
+
+def _closing(report: Report, options: ReportOptions) -> list[str]:
+    """The summary line, then the fixable hint."""
+    hint = fixable_hint(report.diagnostics, options.unsafe_fixes)
+    return [summary(report.diagnostics, report.files_checked, report.fixed), *([hint] if hint else [])]
+
+
+def _headline(diagnostic: Diagnostic, options: ReportOptions) -> Text:
     line = Text()
     line.append(f"{location(diagnostic)}: ", style="bold")
     line.append(diagnostic.code, style=_STYLE[diagnostic.severity])
+    if applicable(diagnostic.fix, options.unsafe_fixes):
+        line.append(" [*]")
     line.append(f" {diagnostic.message}")
     return line
 
@@ -53,9 +78,10 @@ def render_concise(report: Report, out: TextIO, options: ReportOptions) -> None:
     """``path:line:col: CODE message`` lines (``path:cell N:line:col`` in notebooks), then a summary."""
     console = console_for(out, options.color)
     for diagnostic in report.diagnostics:
-        console.print(_headline(diagnostic))
+        console.print(_headline(diagnostic, options))
     if not options.quiet:
-        console.print(summary(report.diagnostics, report.files_checked))
+        for line in _closing(report, options):
+            console.print(line)
 
 
 def render_full(report: Report, out: TextIO, options: ReportOptions) -> None:
@@ -63,7 +89,7 @@ def render_full(report: Report, out: TextIO, options: ReportOptions) -> None:
     console = console_for(out, options.color)
     sources = SourceLines(report.sources)
     for diagnostic in report.diagnostics:
-        console.print(_headline(diagnostic))
+        console.print(_headline(diagnostic, options))
         lines = sources.lines(diagnostic.path, diagnostic.cell)
         if lines is not None:
             for row in _snippet(diagnostic, lines):
@@ -73,7 +99,8 @@ def render_full(report: Report, out: TextIO, options: ReportOptions) -> None:
                     console.print(row)
         console.print()
     if not options.quiet:
-        console.print(summary(report.diagnostics, report.files_checked))
+        for line in _closing(report, options):
+            console.print(line)
 
 
 def _snippet(diagnostic: Diagnostic, lines: list[str]) -> list[Text]:
@@ -137,7 +164,8 @@ def render_statistics(report: Report, out: TextIO, options: ReportOptions, as_js
         row.append(f"  {'[*]' if any(_safe(d) for d in found) else '   '} {found[0].name}")
         console.print(row)
     if not options.quiet:
-        console.print(summary(report.diagnostics, report.files_checked))
+        for line in _closing(report, options):
+            console.print(line)
 
 
 def _safe(diagnostic: Diagnostic) -> bool:
