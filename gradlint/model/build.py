@@ -318,7 +318,8 @@ def _zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Eve
         if counter in params and counter in _ZERO_BASED_PARAMS:
             return True
     increments = [e for e in events if e.role is Role.COUNTER and e.receiver == counter]
-    return bool(increments) and all(e.span.line > gate.span.line for e in increments)
+    gated = [e.order for e in events if e.inside(gate.node)]
+    return bool(increments and gated) and all(e.order > min(gated) for e in increments)
 
 
 def _loop_index(loop: cst.For, any_start: bool = False) -> str | None:

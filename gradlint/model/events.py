@@ -149,6 +149,17 @@ class TrainingLoop:
         """nanoGPT's ``model.require_backward_grad_sync = ...`` toggles the all-reduce."""
         return any(e.role is Role.SYNC_TOGGLE for e in self.events)
 
+    def flows(self, first: Event, second: Event) -> bool:
+        """Whether ``first`` runs before ``second`` in the same pass through the iteration:
+        earlier in source, not in the other branch of an ``if``, and not in a block that
+        leaves the iteration (``break``, ``continue``, ``return``, ``raise``) before ``second``."""
+        if first.order >= second.order or self.exclusive(first, second):
+            return False
+        return not any(
+            isinstance(block, cst.IndentedBlock) and not second.inside(block) and _leaves(block)
+            for block in first.ancestors
+        )
+
     @staticmethod
     def exclusive(first: Event, second: Event) -> bool:
         """Whether two events sit in different branches of one ``if``/``else`` (never both run)."""
@@ -166,6 +177,16 @@ class TrainingLoop:
         """Events with one of ``roles``, in source order."""
         return [e for e in self.events if e.role in roles]
 
+    def accelerate_skips(self, event: Event) -> bool:
+        """Under Accelerate's ``accumulate()``, a prepared optimizer's ``step``, its
+        ``zero_grad`` after backward, and a prepared scheduler's ``step`` do nothing until
+        the boundary, wherever they stand in the iteration."""
+        if self.shape is not Shape.ACCELERATE or event.kind not in (Kind.OPTIMIZER, Kind.SCHEDULER):
+            return False
+        if event.role is Role.ZERO_GRAD:
+            return any(self.flows(b, event) for b in self.of(Role.BACKWARD) if self.in_accumulate(b))
+        return True
+
     def in_accumulate(self, event: Event) -> cst.With | None:
         """The ``accelerator.accumulate`` block around ``event``, if any."""
         for block in self.accumulate_blocks:
@@ -176,3 +197,11 @@ class TrainingLoop:
     def factor_code(self) -> str | None:
         """The accumulation factor N as source text, when the loop shows it."""
         return self.unit.code(self.factor) if self.factor is not None else None
+
+
+def _leaves(block: cst.IndentedBlock) -> bool:
+    """Whether a block ends by leaving the iteration."""
+    last = block.body[-1] if block.body else None
+    if isinstance(last, cst.SimpleStatementLine) and last.body:
+        return isinstance(last.body[-1], (cst.Break, cst.Continue, cst.Return, cst.Raise))
+    return False

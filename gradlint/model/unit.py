@@ -90,8 +90,8 @@ class UnitLibrary:
         return self._parsed[unit]
 
     def resolve(self, call: cst.Call, caller: UnitModel) -> UnitModel | None:
-        """The training function ``call`` reaches: ``train_step(...)`` or ``self.train_step(...)``,
-        when exactly one function (or one method of the caller's class) fits."""
+        """The training function ``call`` reaches: ``train_step(...)`` (exactly one module-level
+        function of that name) or ``self.train_step(...)`` (a method of the caller's class)."""
         func = call.func
         if isinstance(func, cst.Name):
             name, method = func.value, False
@@ -100,7 +100,7 @@ class UnitLibrary:
         else:
             return None
         fits = [u for u in self._by_name.get(name, []) if (u.class_name is not None) == method]
-        if method and len(fits) > 1:
+        if method:  # only the caller's own class: inheritance is not followed
             fits = [u for u in fits if u.class_name == caller.unit.class_name]
         if len(fits) != 1:
             return None

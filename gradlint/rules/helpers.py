@@ -35,10 +35,5 @@ def per_micro_batch(loop: TrainingLoop, role: Role) -> list[Event]:
 
 def backward_before(loop: TrainingLoop, event: Event) -> Event | None:
     """The last backward call before ``event`` on the same path through the loop body."""
-    found = [e for e in loop.of(Role.BACKWARD) if e.order < event.order and not loop.exclusive(e, event)]
+    found = [e for e in loop.of(Role.BACKWARD) if loop.flows(e, event)]
     return found[-1] if found else None
-
-
-def first_backward_in(loop: TrainingLoop, node: cst.CSTNode) -> Event | None:
-    """The first backward call inside ``node``."""
-    return next((e for e in loop.of(Role.BACKWARD) if e.inside(node)), None)

@@ -13,12 +13,12 @@ from gradlint.rules.helpers import backward_before, call_text
 
 
 def steps_between(loop: TrainingLoop, after: Event | None, before: Event) -> list[Event]:
-    """Non-closure optimizer steps strictly between two events (of the same place)."""
-    low = after.order if after is not None else -1
+    """Non-closure optimizer steps that run after ``after`` (if any) and before ``before``,
+    at the same place."""
     return [
         e for e in loop.of(Role.STEP)
-        if low < e.order < before.order and not e.closure and e.place is before.place
-        and not loop.exclusive(e, before)
+        if not e.closure and e.place is before.place and loop.flows(e, before)
+        and (after is None or loop.flows(after, e))
     ]
 
 

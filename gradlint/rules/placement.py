@@ -6,10 +6,9 @@ from collections.abc import Iterator
 
 from gradlint.diagnostics import Applicability, Severity
 from gradlint.fixes import clip_to_boundary, scheduler_to_boundary, step_to_boundary, zero_grad_to_boundary
-from gradlint.model.events import Event, Role, TrainingLoop
-from gradlint.names import Kind
+from gradlint.model.events import Role, TrainingLoop
 from gradlint.rules.base import Finding, Rule, RuleInfo
-from gradlint.rules.helpers import call_text, first_backward_in, per_micro_batch, step_text
+from gradlint.rules.helpers import call_text, per_micro_batch, step_text
 
 
 class ClipPerMicroBatch(Rule):
@@ -33,8 +32,8 @@ class StepPerMicroBatch(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.STEP):
-            if loop.in_accumulate(event):
-                continue  # a prepared optimizer skips the step until the boundary
+            if loop.accelerate_skips(event):
+                continue
             yield Finding(event.span, f"{call_text(loop, event)} runs on every micro-batch of this "
                           "accumulation window; step once per update, at the update boundary",
                           step_to_boundary(loop, event))
@@ -47,20 +46,11 @@ class ZeroGradPerMicroBatch(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.ZERO_GRAD):
-            block = loop.in_accumulate(event)
-            if block is not None and not _wipes_under_accelerate(loop, event, block):
+            if loop.accelerate_skips(event):
                 continue
             yield Finding(event.span, f"{call_text(loop, event)} runs between backward calls of one "
                           "accumulation window and wipes the gradients accumulated so far; zero once per "
                           f"update, right after {step_text(loop)}", zero_grad_to_boundary(loop, event))
-
-
-def _wipes_under_accelerate(loop: TrainingLoop, event: Event, block: object) -> bool:
-    """Under ``accumulate()`` a prepared optimizer's zero_grad after backward is skipped
-    until the boundary; one before backward, or the model's own, wipes the window."""
-    backward = first_backward_in(loop, block)
-    before_backward = backward is not None and event.order < backward.order
-    return before_backward or event.kind is not Kind.OPTIMIZER
 
 
 class SchedulerPerMicroBatch(Rule):
@@ -70,7 +60,7 @@ class SchedulerPerMicroBatch(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.SCHEDULER_STEP):
-            if event.metric or loop.in_accumulate(event):
+            if event.metric or loop.accelerate_skips(event):
                 continue
             yield Finding(event.span, f"{call_text(loop, event)} advances the LR schedule on every "
                           "micro-batch (warmup and decay run N times too fast); step it once per update, "

@@ -29,8 +29,8 @@ class SchedulerBeforeOptimizer(Rule):
         for sched in loop.of(Role.SCHEDULER_STEP):
             if sched.metric:
                 continue
-            later = [s for s in _steps(loop) if s.order > sched.order and s.place is sched.place
-                     and not _backward_between(loop, sched, s) and not loop.exclusive(sched, s)]
+            later = [s for s in _steps(loop) if s.place is sched.place and loop.flows(sched, s)
+                     and not _backward_between(loop, sched, s)]
             if later:
                 step = call_text(loop, later[0])
                 yield Finding(sched.span, f"{call_text(loop, sched)} runs before {step} in the same update, so "
@@ -62,8 +62,8 @@ class ClipBeforeUnscale(Rule):
             if clip.framework != "torch" or not uses_scaler(loop, clip):
                 continue  # accelerator / fabric / Lightning clipping unscales first
             backward = backward_before(loop, clip)
-            low = backward.order if backward is not None else -1
-            if any(low < u.order < clip.order and not loop.exclusive(u, clip) for u in loop.of(Role.UNSCALE)):
+            if any(loop.flows(u, clip) and (backward is None or loop.flows(backward, u))
+                   for u in loop.of(Role.UNSCALE)):
                 continue
             yield Finding(clip.span, f"{call_text(loop, clip)} clips gradients that the GradScaler still "
                           "multiplies by the loss scale, so the threshold means nothing; call "
@@ -103,9 +103,7 @@ class ZeroGradBeforeStep(Rule):
             if backward is None:
                 continue
             for zero in loop.of(Role.ZERO_GRAD):
-                if not (backward.order < zero.order < step.order and zero.place is step.place):
-                    continue
-                if loop.exclusive(zero, step):
+                if zero.place is not step.place or not (loop.flows(backward, zero) and loop.flows(zero, step)):
                     continue
                 if zero.kind is Kind.OPTIMIZER and zero.receiver != step.target and step.target is not None:
                     continue  # another optimizer's gradients (GANs, actor-critic)
