@@ -55,7 +55,7 @@ def scaler_unscale(loop: TrainingLoop) -> str | None:
 
 
 def _move(loop: TrainingLoop, events: list[Event], spot: Spot | None, message: str,
-          new_lines: tuple[str, ...] = ()) -> Fix | None:
+          new_lines: tuple[str, ...] = (), applicability: Applicability = SAFE) -> Fix | None:
     if spot is None:
         return None
     statements = []
@@ -66,7 +66,7 @@ def _move(loop: TrainingLoop, events: list[Event], spot: Spot | None, message: s
         if not any(s is statement for s in statements):
             statements.append(statement)
     edits = move_statements(loop, statements, spot, new_lines)
-    return Fix(SAFE, message, edits) if edits else None
+    return Fix(applicability, message, edits) if edits else None
 
 
 def _in_region(loop: TrainingLoop, region: Region, event: Event) -> bool:
@@ -126,7 +126,8 @@ def step_to_boundary(loop: TrainingLoop, step: Event) -> Fix | None:
 
 
 def zero_grad_to_boundary(loop: TrainingLoop, zero: Event) -> Fix | None:
-    """GL103: move zero_grad to the boundary, after the step (or remove it when the
+    """GL103 (unsafe: code between the two places may read ``.grad`` per micro-batch on
+    purpose): move zero_grad to the boundary, after the step (or remove it when the
     boundary already zeroes the same gradients)."""
     if loop.in_accumulate(zero) is not None:
         return _zero_grad_under_accumulate(loop, zero)
@@ -138,10 +139,11 @@ def zero_grad_to_boundary(loop: TrainingLoop, zero: Event) -> Fix | None:
     if same:
         statement = movable(loop, zero)
         edits = delete_statement(loop, statement) if statement is not None else None
-        return Fix(SAFE, f"Remove {_call(loop, zero)}: the update boundary already zeroes the gradients",
+        return Fix(UNSAFE, f"Remove {_call(loop, zero)}: the update boundary already zeroes the gradients",
                    edits) if edits else None
     spot = canonical_spot(loop, layout_of(loop.unit), region, Role.ZERO_GRAD, [zero])
-    return _move(loop, [zero], spot, f"Move {_call(loop, zero)} to the update boundary, after the step")
+    return _move(loop, [zero], spot, f"Move {_call(loop, zero)} to the update boundary, after the step",
+                 applicability=UNSAFE)
 
 
 def _zero_grad_under_accumulate(loop: TrainingLoop, zero: Event) -> Fix | None:
@@ -156,7 +158,8 @@ def _zero_grad_under_accumulate(loop: TrainingLoop, zero: Event) -> Fix | None:
         return None
     if zero.kind is Kind.OPTIMIZER:
         spot = canonical_spot(loop, layout, Region(block), Role.ZERO_GRAD, [zero])
-        return _move(loop, [zero], spot, f"Move {_call(loop, zero)} after {_call(loop, step)}")
+        return _move(loop, [zero], spot, f"Move {_call(loop, zero)} after {_call(loop, step)}",
+                     applicability=UNSAFE)
     node, optimizer = zero.node, step.target
     if zero.order < step.order or optimizer is None or step.kind is not Kind.OPTIMIZER:
         return None
@@ -167,13 +170,14 @@ def _zero_grad_under_accumulate(loop: TrainingLoop, zero: Event) -> Fix | None:
 
 
 def scheduler_to_boundary(loop: TrainingLoop, scheduler: Event) -> Fix | None:
-    """GL104: move the scheduler step to the boundary, after the optimizer step."""
+    """GL104 (unsafe: the schedule's horizon may be counted in micro-batches): move the
+    scheduler step to the boundary, after the optimizer step."""
     region = boundary_region(loop, layout_of(loop.unit))
     if region is None or sole_step(loop) is None:
         return None
     spot = canonical_spot(loop, layout_of(loop.unit), region, Role.SCHEDULER_STEP, [scheduler])
     return _move(loop, [scheduler], spot, f"Move {_call(loop, scheduler)} to the update boundary, "
-                 "after the optimizer step")
+                 "after the optimizer step", applicability=UNSAFE)
 
 
 def _same_block_spot(loop: TrainingLoop, moving: Event, anchor: Event, where: str) -> Spot | None:
@@ -188,11 +192,16 @@ def _same_block_spot(loop: TrainingLoop, moving: Event, anchor: Event, where: st
 
 
 def clip_before_step(loop: TrainingLoop, clip: Event, step: Event) -> Fix | None:
-    """GL301: move the clip to just before the step it follows."""
+    """GL301: move the clip to just before the step it follows (after
+    ``scaler.unscale_(optimizer)``, added when a GradScaler steps without one)."""
     if any(step.order < e.order < clip.order for e in loop.of(Role.UNSCALE)):
         return None  # unscale after the step too: the update itself needs rewriting
+    backward = max((e.order for e in loop.of(Role.BACKWARD) if e.order < step.order), default=-1)
+    unscale = scaler_unscale(loop) if clip.framework == "torch" else None
+    unscaled = any(backward < e.order < step.order for e in loop.of(Role.UNSCALE))
     spot = _same_block_spot(loop, clip, step, "before")
-    return _move(loop, [clip], spot, f"Move {_call(loop, clip)} before {_call(loop, step)}")
+    return _move(loop, [clip], spot, f"Move {_call(loop, clip)} before {_call(loop, step)}",
+                 (unscale,) if unscale and not unscaled else ())
 
 
 def scheduler_after_step(loop: TrainingLoop, scheduler: Event) -> Fix | None:
@@ -210,7 +219,8 @@ def scheduler_after_step(loop: TrainingLoop, scheduler: Event) -> Fix | None:
 
 
 def zero_grad_after_step(loop: TrainingLoop, zero: Event) -> Fix | None:
-    """GL305: move zero_grad to just after the step of the same update."""
+    """GL305 (unsafe: the zeroing may skip an update on purpose): move zero_grad to just
+    after the step of the same update."""
     step = sole_step(loop)
     if step is None:
         return None
@@ -224,7 +234,7 @@ def zero_grad_after_step(loop: TrainingLoop, zero: Event) -> Fix | None:
         if region is None or not _in_region(loop, region, step):
             return None
     spot = canonical_spot(loop, layout, region, Role.ZERO_GRAD, [zero])
-    return _move(loop, [zero], spot, f"Move {_call(loop, zero)} after {_call(loop, step)}")
+    return _move(loop, [zero], spot, f"Move {_call(loop, zero)} after {_call(loop, step)}", applicability=UNSAFE)
 
 
 def unscale_before_clip(loop: TrainingLoop, clip: Event) -> Fix | None:
@@ -232,6 +242,9 @@ def unscale_before_clip(loop: TrainingLoop, clip: Event) -> Fix | None:
     there, else inserting ``scaler.unscale_(optimizer)``)."""
     if clip.place is Place.MICRO:
         return None  # unscaling per micro-batch raises; GL101's fix unscales at the boundary
+    if any(e.order < clip.order and not e.closure for e in loop.of(Role.STEP)
+           if not any(e.order < b.order < clip.order for b in loop.of(Role.BACKWARD))):
+        return None  # the clip runs after the step: GL301's fix moves it and unscales
     unscale = scaler_unscale(loop)
     statement = movable(loop, clip)
     layout = layout_of(loop.unit)
@@ -304,8 +317,9 @@ def _epoch_length(loop: TrainingLoop, gate) -> str | None:
 
 
 def remove_division(loop: TrainingLoop, divisor: cst.BaseExpression) -> Fix | None:
-    """GL204: drop a manual ``/ N`` that the framework repeats: ``loss = loss / N`` and
-    ``loss /= N`` go, ``x / N`` becomes ``x``."""
+    """GL204 (unsafe: the framework's factor may come from configuration gradlint does not
+    read): drop a manual ``/ N``: ``loss = loss / N`` and ``loss /= N`` go, ``x / N``
+    becomes ``x``."""
     layout = layout_of(loop.unit)
     parent = layout.parent(divisor)
     message = f"Remove the manual division by {loop.unit.code(divisor).strip()}"
@@ -320,7 +334,7 @@ def remove_division(loop: TrainingLoop, divisor: cst.BaseExpression) -> Fix | No
             and loop.unit.code(assign.targets[0].target).strip() == left:
         return _delete(loop, assign, message)
     edits = replace_node(loop, parent, left)
-    return Fix(SAFE, message, edits) if edits else None
+    return Fix(UNSAFE, message, edits) if edits else None
 
 
 def _delete(loop: TrainingLoop, small: cst.CSTNode, message: str) -> Fix | None:
@@ -328,4 +342,4 @@ def _delete(loop: TrainingLoop, small: cst.CSTNode, message: str) -> Fix | None:
     if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
         return None
     edits = delete_statement(loop, statement)
-    return Fix(SAFE, message, edits) if edits else None
+    return Fix(UNSAFE, message, edits) if edits else None

@@ -42,7 +42,7 @@ class StepPerMicroBatch(Rule):
 class ZeroGradPerMicroBatch(Rule):
     info = RuleInfo("GL103", "zero-grad-per-micro-batch", Severity.ERROR,
                     "Gradients are zeroed between backward calls of one window, keeping only the last micro-batch.",
-                    fix=Applicability.SAFE)
+                    fix=Applicability.UNSAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.ZERO_GRAD):
@@ -56,7 +56,7 @@ class ZeroGradPerMicroBatch(Rule):
 class SchedulerPerMicroBatch(Rule):
     info = RuleInfo("GL104", "scheduler-per-micro-batch", Severity.ERROR,
                     "The LR scheduler advances on every micro-batch, running warmup and decay N times too fast.",
-                    fix=Applicability.SAFE)
+                    fix=Applicability.UNSAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.SCHEDULER_STEP):

@@ -91,7 +91,7 @@ class MissingZeroGrad(Rule):
 class ZeroGradBeforeStep(Rule):
     info = RuleInfo("GL305", "zero-grad-before-step", Severity.ERROR,
                     "zero_grad runs between the last backward and the step of the same update.",
-                    fix=Applicability.SAFE)
+                    fix=Applicability.UNSAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         if engine_loop(loop):

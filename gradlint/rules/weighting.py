@@ -88,7 +88,7 @@ def _token_mean(loop: TrainingLoop, trace: LossTrace) -> bool:
 class DoubleAccumulationScaling(Rule):
     info = RuleInfo("GL204", "double-accumulation-scaling", Severity.ERROR,
                     "A manual 1/N where the framework already divides the loss by N.",
-                    fix=Applicability.SAFE)
+                    fix=Applicability.UNSAFE)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in loop.of(Role.BACKWARD):
