@@ -162,15 +162,19 @@ class TrainingLoop:
 
     @staticmethod
     def exclusive(first: Event, second: Event) -> bool:
-        """Whether two events sit in different branches of one ``if``/``else`` (never both run)."""
+        """Whether two events sit in different branches of one ``if``/``else``, or of two ``if``
+        statements with the same test (never both run in one pass)."""
+        ifs_b = [node for node in second.ancestors if isinstance(node, cst.If)]
         for node in first.ancestors:
-            if not isinstance(node, cst.If) or not second.inside(node):
+            if not isinstance(node, cst.If):
                 continue
-            branches = [node.body, node.orelse]
-            side_a = [b is not None and first.inside(b) for b in branches]
-            side_b = [b is not None and second.inside(b) for b in branches]
-            if any(side_a) and any(side_b) and side_a != side_b:
-                return True
+            side_a = _branch(first, node)
+            for other in ifs_b:
+                if other is not node and not other.test.deep_equals(node.test):
+                    continue  # one `if`, or two testing the same condition (`if scaler:` twice)
+                side_b = _branch(second, other)
+                if side_a is not None and side_b is not None and side_a != side_b:
+                    return True
         return False
 
     def of(self, *roles: Role) -> list[Event]:
@@ -205,3 +209,12 @@ def _leaves(block: cst.IndentedBlock) -> bool:
     if isinstance(last, cst.SimpleStatementLine) and last.body:
         return isinstance(last.body[-1], (cst.Break, cst.Continue, cst.Return, cst.Raise))
     return False
+
+
+def _branch(event: Event, node: cst.If) -> int | None:
+    """0 if ``event`` is in the body of ``node``, 1 if in its ``else``/``elif``, else None."""
+    if event.inside(node.body):
+        return 0
+    if node.orelse is not None and event.inside(node.orelse):
+        return 1
+    return None

@@ -39,6 +39,7 @@ class LossTrace:
     scaling: Scaling
     divisors: list[cst.BaseExpression] = field(default_factory=list)
     origins: list[cst.Call] = field(default_factory=list)
+    model_output: bool = False  # read as `outputs.loss` / `outputs["loss"]` (a model's own loss)
 
 
 def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> LossTrace:
@@ -47,7 +48,7 @@ def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> L
     if expr is None:
         return LossTrace(Scaling.UNKNOWN)
     scaling = tracer.trace(expr, line, 0)
-    return LossTrace(scaling, tracer.divisors, tracer.origins)
+    return LossTrace(scaling, tracer.divisors, tracer.origins, tracer.model_output)
 
 
 def _combine(verdicts: list[Scaling]) -> Scaling:
@@ -63,6 +64,7 @@ class _Tracer:
         self.unit = unit
         self.divisors: list[cst.BaseExpression] = []
         self.origins: list[cst.Call] = []
+        self.model_output = False
 
     def trace(self, expr: cst.BaseExpression, line: int, depth: int) -> Scaling:
         if depth > _MAX_DEPTH:
@@ -72,7 +74,12 @@ class _Tracer:
         if isinstance(expr, cst.Call):
             return self._call(expr, line, depth)
         if isinstance(expr, cst.Subscript):
+            key = expr.slice[0].slice if len(expr.slice) == 1 else None
+            if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
+                self.model_output |= key.value.evaluated_value == "loss"
             return self.trace(expr.value, line, depth + 1)
+        if isinstance(expr, cst.Attribute) and expr.attr.value == "loss":
+            self.model_output = True
         name = dotted(expr)
         if isinstance(expr, cst.Attribute) and (name is None or name not in self.unit.assignments):
             return self.trace(expr.value, line, depth + 1)

@@ -82,7 +82,9 @@ def _token_mean(loop: TrainingLoop, trace: LossTrace) -> bool:
         return True
     if not loop.unit.facts.token_masking:
         return False
-    return any("labels" in code or any(w in code.lower() for w in _TOKEN_LOSSES) for code in codes)
+    return trace.model_output or any(
+        "labels" in code or any(w in code.lower() for w in _TOKEN_LOSSES) for code in codes
+    )
 
 
 class DoubleAccumulationScaling(Rule):
