@@ -273,8 +273,9 @@ def divide_loss(loop: TrainingLoop, backward: Event) -> Fix | None:
     else:
         node = backward.node
         receiver = isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) and node.func.value is loss
-    divided = f"{operand(loop, loss)} / {divisor}"
-    edits = replace_node(loop, loss, f"({divided})" if receiver else divided)
+    # the span of a parenthesized loss lies inside its parentheses, which stay
+    divided = f"{operand(loop, loss.with_changes(lpar=(), rpar=()))} / {divisor}"
+    edits = replace_node(loop, loss, f"({divided})" if receiver and not loss.lpar else divided)
     return Fix(UNSAFE, f"Divide the loss by {divisor.strip('()')}", edits) if edits else None
 
 
