@@ -50,7 +50,7 @@ def gradlint(*args: str, input: str | bytes | None = None, env: dict[str, str] |
 
 
 def codes(result: Result) -> list[tuple[str, str]]:
-    """``(location, code)`` of each concise-format line of ``result``."""
+    """``(location, code)`` of each ``text``-format line of ``result``."""
     found = []
     for line in result.stdout.splitlines():
         head, sep, rest = line.partition(": ")

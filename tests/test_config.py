@@ -21,7 +21,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_pyproject_ignore_applies(project: Path) -> None:
     (project / "pyproject.toml").write_text('[project]\nname = "x"\n\n[tool.gradlint]\nignore = ["GL104"]\n')
-    result = gradlint("check", "--format", "concise", "bad.py")
+    result = gradlint("check", "--format", "text", "bad.py")
     assert result.exit_code == 1
     assert codes(result) == [("bad.py:12:13", "GL101")]
 
@@ -29,7 +29,7 @@ def test_pyproject_ignore_applies(project: Path) -> None:
 def test_select_prefix_and_extend_select(project: Path) -> None:
     (project / "gradlint.toml").write_text('select = ["GL104"]\nextend-select = ["GL900"]\n')
     (project / "bad.py").write_text(BAD.replace("max_norm=1.0)", "max_norm=1.0)  # noqa: GL102"))
-    result = gradlint("check", "--format", "concise", "bad.py")
+    result = gradlint("check", "--format", "text", "bad.py")
     assert codes(result) == [("bad.py:12:79", "GL900"), ("bad.py:13:13", "GL104")]
     assert "unused suppression for GL102 (not enabled)" in result.stdout
 
@@ -40,16 +40,16 @@ def test_nearest_config_wins_and_files_are_not_merged(project: Path) -> None:
     sub.mkdir(parents=True)
     (sub / "bad.py").write_text(BAD)
     (project / "pkg" / "gradlint.toml").write_text('ignore = ["GL104"]\n')
-    result = gradlint("check", "--format", "concise", ".")
+    result = gradlint("check", "--format", "text", ".")
     assert codes(result) == [("bad.py:13:13", "GL104"), ("pkg/train/bad.py:12:13", "GL101")]
 
 
 def test_dot_gradlint_toml_beats_gradlint_toml_beats_pyproject(project: Path) -> None:
     (project / "pyproject.toml").write_text('[tool.gradlint]\nignore = ["GL101", "GL104"]\n')
     (project / "gradlint.toml").write_text('ignore = ["GL101"]\n')
-    assert codes(gradlint("check", "--format", "concise", "bad.py")) == [("bad.py:13:13", "GL104")]
+    assert codes(gradlint("check", "--format", "text", "bad.py")) == [("bad.py:13:13", "GL104")]
     (project / ".gradlint.toml").write_text('ignore = ["GL104"]\n')
-    assert codes(gradlint("check", "--format", "concise", "bad.py")) == [("bad.py:12:13", "GL101")]
+    assert codes(gradlint("check", "--format", "text", "bad.py")) == [("bad.py:12:13", "GL101")]
 
 
 def test_pyproject_without_tool_table_is_skipped(project: Path) -> None:
@@ -58,7 +58,7 @@ def test_pyproject_without_tool_table_is_skipped(project: Path) -> None:
     sub.mkdir()
     (sub / "pyproject.toml").write_text('[project]\nname = "sub"\n')
     (sub / "bad.py").write_text(BAD)
-    assert codes(gradlint("check", "--format", "concise", "sub")) == [("sub/bad.py:12:13", "GL101")]
+    assert codes(gradlint("check", "--format", "text", "sub")) == [("sub/bad.py:12:13", "GL101")]
 
 
 def test_per_file_ignores(project: Path) -> None:
@@ -66,15 +66,15 @@ def test_per_file_ignores(project: Path) -> None:
     (project / "tests" / "test_loop.py").write_text(BAD)
     (project / "pyproject.toml").write_text(
         '[tool.gradlint]\n[tool.gradlint.per-file-ignores]\n"tests/**" = ["GL1"]\n"bad.py" = ["GL104"]\n')
-    result = gradlint("check", "--format", "concise", ".")
+    result = gradlint("check", "--format", "text", ".")
     assert codes(result) == [("bad.py:12:13", "GL101")]
 
 
 def test_command_line_select_overrides_config(project: Path) -> None:
     (project / "gradlint.toml").write_text('select = ["GL104"]\n')
-    result = gradlint("check", "--format", "concise", "--select", "GL101", "bad.py")
+    result = gradlint("check", "--format", "text", "--select", "GL101", "bad.py")
     assert codes(result) == [("bad.py:12:13", "GL101")]
-    result = gradlint("check", "--format", "concise", "--extend-select", "GL101", "bad.py")
+    result = gradlint("check", "--format", "text", "--extend-select", "GL101", "bad.py")
     assert codes(result) == [("bad.py:12:13", "GL101"), ("bad.py:13:13", "GL104")]
 
 
@@ -82,10 +82,10 @@ def test_config_option_and_isolated(project: Path, tmp_path_factory: pytest.Temp
     (project / "gradlint.toml").write_text('ignore = ["GL101"]\n')
     elsewhere = tmp_path_factory.mktemp("elsewhere") / "strict.toml"
     elsewhere.write_text('ignore = ["GL104"]\n')
-    assert codes(gradlint("check", "--format", "concise", "bad.py")) == [("bad.py:13:13", "GL104")]
-    result = gradlint("check", "--format", "concise", "--config", str(elsewhere), "bad.py")
+    assert codes(gradlint("check", "--format", "text", "bad.py")) == [("bad.py:13:13", "GL104")]
+    result = gradlint("check", "--format", "text", "--config", str(elsewhere), "bad.py")
     assert codes(result) == [("bad.py:12:13", "GL101")]
-    result = gradlint("check", "--format", "concise", "--isolated", "bad.py")
+    result = gradlint("check", "--format", "text", "--isolated", "bad.py")
     assert codes(result) == [("bad.py:12:13", "GL101"), ("bad.py:13:13", "GL104")]
 
 
@@ -131,7 +131,7 @@ def test_names_table_makes_unusual_names_training_objects(project: Path) -> None
     (project / "bad.py").write_text(source)
     assert gradlint("check", "bad.py").exit_code == 0
     (project / "gradlint.toml").write_text('[names]\noptimizers = ["updater"]\n')
-    assert codes(gradlint("check", "--format", "concise", "bad.py")) == [("bad.py:12:13", "GL102")]
+    assert codes(gradlint("check", "--format", "text", "bad.py")) == [("bad.py:12:13", "GL102")]
 
 
 def test_settings_for_is_public_and_rereads_a_changed_file(project: Path) -> None:
@@ -153,10 +153,10 @@ def test_exclude_and_extend_exclude(project: Path) -> None:
         (project / folder).mkdir()
         (project / folder / "bad.py").write_text(BAD)
     (project / "pyproject.toml").write_text('[tool.gradlint]\nextend-exclude = ["legacy/", "gen*"]\n')
-    result = gradlint("check", "--format", "concise", "--select", "GL101", ".")
+    result = gradlint("check", "--format", "text", "--select", "GL101", ".")
     assert codes(result) == [("bad.py:12:13", "GL101")]  # build/ is a default exclude
     (project / "pyproject.toml").write_text('[tool.gradlint]\nexclude = ["legacy"]\n')
-    result = gradlint("check", "--format", "concise", "--select", "GL101", ".")
+    result = gradlint("check", "--format", "text", "--select", "GL101", ".")
     assert [location for location, _ in codes(result)] == ["bad.py:12:13", "build/bad.py:12:13",
                                                           "generated/bad.py:12:13"]
 
@@ -183,12 +183,12 @@ def test_nested_gitignore_files_are_respected(project: Path) -> None:
     (project / "models" / "keep.gen.py").write_text(BAD)
     (project / "models" / "local.py").write_text(BAD)
     (project / "models" / ".gitignore").write_text("local.py\n!keep.gen.py\n")
-    result = gradlint("check", "--format", "concise", "--select", "GL101", ".")
+    result = gradlint("check", "--format", "text", "--select", "GL101", ".")
     assert [location for location, _ in codes(result)] == ["bad.py:12:13", "models/keep.gen.py:12:13"]
-    result = gradlint("check", "--format", "concise", "--select", "GL101", "--no-respect-gitignore", ".")
+    result = gradlint("check", "--format", "text", "--select", "GL101", "--no-respect-gitignore", ".")
     assert len(codes(result)) == 5
     (project / "gradlint.toml").write_text("respect-gitignore = false\n")
-    assert len(codes(gradlint("check", "--format", "concise", "--select", "GL101", "."))) == 5
+    assert len(codes(gradlint("check", "--format", "text", "--select", "GL101", "."))) == 5
 
 
 def test_gitignore_outside_a_repository_is_not_read(project: Path) -> None:

@@ -24,7 +24,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def check(project: Path, source: str, *args: str) -> list[tuple[str, str]]:
     (project / "bad.py").write_text(source)
-    return codes(gradlint("check", "--format", "concise", *args, "bad.py"))
+    return codes(gradlint("check", "--format", "text", *args, "bad.py"))
 
 
 @pytest.mark.parametrize(
@@ -73,7 +73,7 @@ def test_gl900_is_off_by_default_and_reports_unused_suppressions(project: Path) 
                  .replace("    for update", "    # noqa: GL301\n    for update")
                  .replace("import torch", "import torch  # noqa\n# gradlint: noqa: GL203\nX = 1  # gradlint: ignore"))
     assert check(project, source) == [("bad.py:16:13", "GL104")]
-    result = gradlint("check", "--format", "concise", "--extend-select", "GL900", "bad.py")
+    result = gradlint("check", "--format", "text", "--extend-select", "GL900", "bad.py")
     assert codes(result) == [("bad.py:2:1", "GL900"), ("bad.py:3:8", "GL900"), ("bad.py:8:5", "GL900"),
                              ("bad.py:15:79", "GL900"), ("bad.py:16:13", "GL104")]
     lines = result.stdout.splitlines()
@@ -86,7 +86,7 @@ def test_gl900_is_off_by_default_and_reports_unused_suppressions(project: Path) 
 def test_gl900_explains_codes_that_are_not_enabled_or_unknown(project: Path) -> None:
     source = BAD.replace(CLIP, f"{CLIP}  # noqa: GL101, GL999").replace(SCHED, f"{SCHED}  # noqa: GL104")
     (project / "bad.py").write_text(source)
-    result = gradlint("check", "--format", "concise", "--select", "GL101,GL900", "bad.py")
+    result = gradlint("check", "--format", "text", "--select", "GL101,GL900", "bad.py")
     assert result.stdout.splitlines() == [
         "bad.py:12:79: GL900 unused suppression for GL999 (unknown code)",
         "bad.py:13:31: GL900 unused suppression for GL104 (not enabled)",
@@ -96,7 +96,7 @@ def test_gl900_explains_codes_that_are_not_enabled_or_unknown(project: Path) -> 
 
 def test_gl900_in_a_file_without_training_code(project: Path) -> None:
     (project / "util.py").write_text("X = 1  # noqa: GL101\n")
-    result = gradlint("check", "--format", "concise", "--extend-select", "GL900", "util.py")
+    result = gradlint("check", "--format", "text", "--extend-select", "GL900", "util.py")
     assert result.stdout.splitlines()[0] == "util.py:1:8: GL900 unused suppression for GL101"
 
 

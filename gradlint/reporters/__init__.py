@@ -1,6 +1,7 @@
 """Reporters: every output format of ``gradlint check``, chosen by name.
 
-``concise`` (alias ``text``) prints ``path:line:col: CODE message`` lines and a summary;
+``text`` prints ``path:line:col: CODE message`` lines and a summary line (the original,
+stable format); ``concise`` adds ruff's ``[*]`` marks on fixable findings and a fixable hint;
 ``full`` (the default) adds the source around each finding and its fix as a diff; ``json``,
 ``json-lines``, ``sarif``, ``github``, ``gitlab`` and ``junit`` are for tools. Every format
 lists diagnostics in the order of :meth:`~gradlint.diagnostics.Diagnostic.sort_key`.
@@ -16,14 +17,14 @@ from gradlint.reporters.junit import render_junit
 from gradlint.reporters.machine import render_json, render_json_lines
 from gradlint.reporters.model import Report, ReportOptions
 from gradlint.reporters.sarif import render_sarif
-from gradlint.reporters.text import render_concise, render_full, render_statistics, summary
+from gradlint.reporters.text import render_concise, render_full, render_statistics, render_text, summary
 
 Renderer = Callable[[Report, TextIO, ReportOptions], None]
 
 FORMATS: dict[str, Renderer] = {
     "full": render_full,
     "concise": render_concise,
-    "text": render_concise,
+    "text": render_text,
     "json": lambda report, out, options: render_json(report.diagnostics, out),
     "json-lines": lambda report, out, options: render_json_lines(report.diagnostics, out),
     "sarif": lambda report, out, options: render_sarif(report.diagnostics, out),

@@ -64,14 +64,25 @@ def _closing(report: Report, options: ReportOptions) -> list[str]:
     return [summary(report.diagnostics, report.files_checked, report.fixed), *([hint] if hint else [])]
 
 
-def _headline(diagnostic: Diagnostic, options: ReportOptions) -> Text:
+def _headline(diagnostic: Diagnostic, options: ReportOptions | None) -> Text:
+    """``location: CODE message``; with ``options``, ``[*]`` marks a fix ``--fix`` would apply."""
     line = Text()
     line.append(f"{location(diagnostic)}: ", style="bold")
     line.append(diagnostic.code, style=_STYLE[diagnostic.severity])
-    if applicable(diagnostic.fix, options.unsafe_fixes):
+    if options is not None and applicable(diagnostic.fix, options.unsafe_fixes):
         line.append(" [*]")
     line.append(f" {diagnostic.message}")
     return line
+
+
+def render_text(report: Report, out: TextIO, options: ReportOptions) -> None:
+    """The original ``text`` format, kept stable for scripts: ``path:line:col: CODE message``
+    lines and the summary line, without fix markers or hints."""
+    console = console_for(out, options.color)
+    for diagnostic in report.diagnostics:
+        console.print(_headline(diagnostic, None))
+    if not options.quiet:
+        console.print(summary(report.diagnostics, report.files_checked, report.fixed))
 
 
 def render_concise(report: Report, out: TextIO, options: ReportOptions) -> None:
@@ -112,7 +123,8 @@ def _snippet(diagnostic: Diagnostic, lines: list[str]) -> list[Text]:
     rows = [Text(gutter, style="blue")]
     for number in range(first, last + 1):
         source = lines[number - 1].expandtabs(4)
-        row = Text(f"{number:>{width}} | ", style="blue")
+        row = Text()
+        row.append(f"{number:>{width}} | ", style="blue")
         row.append(source)
         rows.append(row)
         if number == span.line:
