@@ -37,7 +37,10 @@ class SourceLines:
             text = self._text(path)
             if text is not None and cell is not None:
                 text = cell_text(text, cell)
-            self._lines[key] = _LINE_BREAK.split(text) if text is not None else None
+            lines = _LINE_BREAK.split(text) if text is not None else None
+            if lines and len(lines) > 1 and lines[-1] == "":
+                lines.pop()  # a final line break does not start another line
+            self._lines[key] = lines
         return self._lines[key]
 
     def text(self, path: str, cell: int | None = None) -> str | None:
