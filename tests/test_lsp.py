@@ -397,6 +397,10 @@ async def test_configuration_is_reloaded_when_it_changes(client: LanguageClient,
     config.write_text('[tool.gradlint]\nignore = ["GL101"]\n')
     uri = _open(client, tmp_path / "train.py", CLIP_PER_MICRO_BATCH)
     assert _codes(await recorder.next(uri)) == []
+    (registration,) = client.registrations
+    assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
+    assert [w["globPattern"] for w in registration.register_options["watchers"]] == [
+        "**/pyproject.toml", "**/gradlint.toml", "**/.gradlint.toml"]
     config.write_text('[tool.gradlint]\nignore = ["GL3"]\n')
     client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
         types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)]))

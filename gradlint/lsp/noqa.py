@@ -79,6 +79,6 @@ def code_at(line_text: str, column: int) -> str | None:
                 continue
             offset = match.start("codes")
             for code in CODE.finditer(match.group("codes")):
-                if offset + code.start() <= column <= offset + code.end() and code.group().upper().startswith("GL"):
+                if offset + code.start() <= column < offset + code.end() and code.group().upper().startswith("GL"):
                     return code.group().upper()
     return None
