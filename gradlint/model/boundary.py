@@ -1,0 +1,121 @@
+"""Find the update boundary of a scope: the ``if`` statements that gate the update, and
+what their counters are."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gradlint.model.collect import Collector
+from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role
+from gradlint.model.gates import GateTest, read_gate
+from gradlint.model.syntax import dotted
+from gradlint.model.unit import UnitModel
+
+_ZERO_BASED_PARAMS = frozenset({"batch_idx", "batch_nb", "batch_index", "batch_num", "idx"})
+
+
+def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], accelerate: bool) -> list[Gate]:
+    """The ``if`` statements inside ``root`` that separate the boundary from the body."""
+    gates: list[Gate] = []
+    for node, ancestors, owner in collector.ifs:
+        if not any(a is root for a in ancestors) and node is not root:
+            continue
+        test = read_gate(node.test, owner.single_value, collector.counters, owner.code)
+        if test is None:
+            continue
+        gate = _gate(owner, node, ancestors, test)
+        if gate is not None and _qualifies(gate, events, accelerate, test):
+            gates.append(gate)
+    return gates
+
+
+def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], test: GateTest) -> Gate | None:
+    span = unit.span(node)
+    head = Gate(node, span, None, counter=test.counter, modulus=test.modulus,
+                count_bound=test.count_bound, offset_one=test.offset_one, final_branch=test.final_branch)
+    if test.update_when:
+        head.update_branch = node.body
+        return head
+    if node.orelse is not None and isinstance(node.orelse, cst.Else):
+        head.update_branch = node.orelse.body
+        return head
+    if _ends_with_continue(node.body):
+        block = next((a for a in reversed(ancestors) if isinstance(a, cst.IndentedBlock)), None)
+        head.update_branch = block
+        head.guard = True
+        return head
+    return None
+
+
+def _ends_with_continue(block: cst.BaseSuite) -> bool:
+    body = block.body
+    last = body[-1] if body else None
+    if isinstance(last, cst.SimpleStatementLine):
+        return isinstance(last.body[-1], cst.Continue)
+    return False
+
+
+def _qualifies(gate: Gate, events: list[Event], accelerate: bool, test: GateTest) -> bool:
+    """Whether an ``if`` separates the update boundary from micro-batches whose gradients
+    it consumes. It must step on gradients accumulated outside it (a gate that runs its own
+    zero_grad/backward/step is a self-contained, conditional update: TD3's delayed actor),
+    or be the only place that zeroes them; with a flag test (``sync_gradients``) or under
+    Accelerate any boundary work counts. A periodic log, eval or LR tweak is no gate."""
+    inside = [e for e in events if e.role in UPDATE_ROLES | {Role.COUNTER} and _in_branch(e, gate)]
+    backward_inside = any(e.role is Role.BACKWARD and _in_branch(e, gate) for e in events)
+    if any(e.role is Role.STEP and not e.closure for e in inside):
+        return not backward_inside
+    if any(e.role is Role.ZERO_GRAD for e in inside):
+        return not any(e.role is Role.ZERO_GRAD and not _in_branch(e, gate) for e in events)
+    flag_test = test.modulus is None and test.count_bound is None
+    return bool(inside) and (accelerate or flag_test)
+
+
+def _in_branch(event: Event, gate: Gate) -> bool:
+    if gate.update_branch is None:
+        return False
+    if gate.guard:
+        return after_guard(event, gate)
+    return event.inside(gate.update_branch)
+
+
+def after_guard(event: Event, gate: Gate) -> bool:
+    """Events after ``if <not update>: continue`` in the same block run once per update."""
+    return event.span.line > gate.span.end_line and gate.update_branch is not None and event.inside(gate.update_branch)
+
+
+def zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether the gate's counter reads 0 on the first micro-batch: an ``enumerate`` index
+    without ``start``, a ``range`` variable, Lightning's ``batch_idx``, or a counter that is
+    incremented only after the gate."""
+    counter = gate.counter
+    if counter is None or gate.offset_one:
+        return False
+    if isinstance(root, cst.For) and loop_index(root) == counter:
+        return True
+    if isinstance(root, cst.FunctionDef):
+        params = {p.name.value for p in root.params.params}
+        if counter in params and counter in _ZERO_BASED_PARAMS:
+            return True
+    increments = [e for e in events if e.role is Role.COUNTER and e.receiver == counter]
+    gated = [e.order for e in events if e.inside(gate.node)]
+    return bool(increments and gated) and all(e.order > min(gated) for e in increments)
+
+
+def loop_index(loop: cst.For, any_start: bool = False) -> str | None:
+    """The 0-based index a ``for`` binds: ``i`` in ``for i, b in enumerate(x)`` or ``for i in range(n)``
+    (with ``any_start``, also ``enumerate(x, start=1)``)."""
+    source = loop.iter
+    if not isinstance(source, cst.Call):
+        return None
+    func = dotted(source.func)
+    if func == "enumerate" and isinstance(loop.target, cst.Tuple) and loop.target.elements:
+        starts = [a.value for a in source.args[1:] if a.keyword is None]
+        starts += [a.value for a in source.args if a.keyword and a.keyword.value == "start"]
+        from_zero = not starts or (isinstance(starts[0], cst.Integer) and starts[0].evaluated_value == 0)
+        if not from_zero and not any_start:
+            return None
+        return dotted(loop.target.elements[0].value)
+    if func == "range" and len(source.args) == 1:
+        return dotted(loop.target)
+    return None

@@ -1,0 +1,142 @@
+"""Collect what one unit says about training: events with their ancestors, loops, ifs,
+withs and assignments, following calls into the module's own training helpers."""
+
+from __future__ import annotations
+
+import re
+from collections.abc import Callable
+
+import libcst as cst
+
+from gradlint.model.calls import classify
+from gradlint.model.events import Event, Role
+from gradlint.model.syntax import dotted, names_in
+from gradlint.model.unit import UnitModel
+
+LOOPS = (cst.For, cst.While)
+_INLINE_DEPTH = 2
+Resolver = Callable[[cst.Call, UnitModel], "UnitModel | None"]
+_SCOPES_SKIPPED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+_CADENCE_CALL = re.compile(r"log|save|checkpoint|eval|add_scalar|print|wandb|write|report|step", re.I)
+
+
+class Collector(cst.CSTVisitor):
+    """Collect events, loops, ifs, withs and assignments with their ancestors.
+
+    A call to a function of the same module that itself trains (``self.train_step(batch)``)
+    is followed into that function, up to two levels deep: its events join the caller's, at
+    the call site, each still pointing at its own unit for positions and loss tracing.
+    """
+
+    def __init__(self, unit: UnitModel, resolve: Resolver | None = None) -> None:
+        self.unit = unit
+        self.resolve = resolve
+        self._chain: list[UnitModel] = [unit]
+        self.events: list[Event] = []
+        self.loops: list[tuple[cst.CSTNode, UnitModel]] = []
+        self.ifs: list[tuple[cst.If, tuple[cst.CSTNode, ...], UnitModel]] = []
+        self.withs: list[tuple[cst.With, UnitModel]] = []
+        self.counters: set[str] = set()
+        self.reported: set[str] = set()
+        self.callees: list[tuple[str, tuple[cst.CSTNode, ...]]] = []
+        self._stack: list[cst.CSTNode] = []
+        self._statement: cst.CSTNode | None = None
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, _SCOPES_SKIPPED) and node is not self.unit.root:
+            return False
+        if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
+            self._statement = node
+        if isinstance(node, LOOPS):
+            self.loops.append((node, self.unit))
+        elif isinstance(node, cst.If):
+            self.ifs.append((node, tuple(self._stack), self.unit))
+        elif isinstance(node, cst.With):
+            self.withs.append((node, self.unit))
+        elif isinstance(node, cst.Call):
+            self._call(node)
+            self._report_call(node)
+        elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
+            self._assignment(node)
+        self._stack.append(node)
+        return True
+
+    def on_leave(self, original_node: cst.CSTNode) -> None:
+        if self._stack and self._stack[-1] is original_node:
+            self._stack.pop()
+
+    def _add(self, role: Role, node: cst.CSTNode, **details: object) -> None:
+        statement = node if isinstance(node, cst.BaseCompoundStatement) else self._statement or node
+        self.events.append(Event(role, node, statement, ancestors=tuple(self._stack), unit=self.unit, **details))
+
+    def _call(self, call: cst.Call) -> None:
+        found = classify(call, self.unit.facts)
+        if found is None:
+            callee = self.resolve(call, self.unit) if self.resolve and len(self._chain) <= _INLINE_DEPTH else None
+            if callee is not None and all(callee is not u for u in self._chain):
+                self._inline(call, callee)
+            return
+        self._add(found.role, call, receiver=found.receiver, kind=found.kind, target=found.target,
+                  loss=found.loss, framework=found.framework, closure=found.closure,
+                  metric=found.metric)
+
+    def _inline(self, call: cst.Call, callee: UnitModel) -> None:
+        saved = (self.unit, self._stack, self._statement)
+        self._chain.append(callee)
+        self.unit, self._stack = callee, [*self._stack, call]
+        callee.root.visit(self)
+        callee.visited = True
+        self._chain.pop()
+        self.unit, self._stack, self._statement = saved
+
+    def _report_call(self, call: cst.Call) -> None:
+        """Names handed to logging, evaluation or checkpoint calls: step-counted cadence."""
+        callee = dotted(call.func) or ""
+        if callee:
+            self.callees.append((callee.rsplit(".", 1)[-1], tuple(self._stack)))
+        if _CADENCE_CALL.search(callee.rsplit(".", 1)[-1]):
+            for arg in call.args:
+                self.reported |= names_in(arg.value)
+
+    def _assignment(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
+        line = self.unit.span(node).line
+        if isinstance(node, cst.AugAssign):
+            name = dotted(node.target)
+            if name is None:
+                return
+            self._record(name, line, node)
+            if isinstance(node.operator, cst.AddAssign) and isinstance(node.value, cst.Integer):
+                self.counters.add(name)
+                self._add(Role.COUNTER, node, receiver=name)
+            return
+        targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
+        for target in targets:
+            if isinstance(target, cst.Attribute) and target.attr.value == "require_backward_grad_sync":
+                self._add(Role.SYNC_TOGGLE, node, receiver=dotted(target.value))
+            if _is_grad_reset(target, node.value):
+                self._add(Role.ZERO_GRAD, self._zeroing_loop(target) or node, receiver=dotted(target))
+            name = dotted(target)
+            if name is not None and node.value is not None:
+                self._record(name, line, node.value)
+
+    def _record(self, name: str, line: int, value: cst.CSTNode) -> None:
+        if not self.unit.visited:
+            self.unit.assignments.setdefault(name, []).append((line, value))
+
+
+    def _zeroing_loop(self, target: cst.Attribute) -> cst.For | None:
+        """The ``for p in params:`` loop around ``p.grad = None``: the zeroing statement."""
+        loop = next((a for a in reversed(self._stack) if isinstance(a, LOOPS)), None)
+        if isinstance(loop, cst.For) and dotted(loop.target) == dotted(target.value):
+            return loop
+        return None
+
+
+def _is_grad_reset(target: cst.BaseExpression, value: cst.BaseExpression | None) -> bool:
+    """``p.grad = None`` (or ``p.grad = torch.zeros_like(...)``)."""
+    return (
+        isinstance(target, cst.Attribute)
+        and target.attr.value == "grad"
+        and isinstance(value, cst.Name)
+        and value.value == "None"
+    )

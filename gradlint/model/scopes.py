@@ -1,0 +1,88 @@
+"""Pick a unit's iteration scopes: which loop (or per-batch function) is the training
+loop, and which inner loops are its micro-batch loops."""
+
+from __future__ import annotations
+
+import re
+
+import libcst as cst
+
+from gradlint.model.collect import LOOPS, Collector
+from gradlint.model.events import Event, Role
+from gradlint.model.syntax import dotted
+from gradlint.model.unit import UnitModel
+
+_MICRO_HEADER = re.compile(r"micro|accum|grad_acc|n_acc|acc_steps", re.I)
+
+
+def _has(events: list[Event], node: cst.CSTNode, role: Role) -> bool:
+    return any(e.role is role and e.inside(node) and not e.closure for e in events)
+
+
+def find_scopes(unit: UnitModel, collector: Collector, events: list[Event]) -> list[tuple[cst.CSTNode, list]]:
+    """Pick iteration scopes: the innermost loop with both backward and step, else the
+    per-batch function; a loop that looks like a micro-batch loop promotes to its parent.
+    A complete training loop inside a called helper is that helper's own scope, and the
+    caller's loops around it are not training loops (``fit`` calling ``train_epoch``)."""
+    loops = [loop for loop, _ in collector.loops]
+    own = {id(loop) for loop, owner in collector.loops if owner is unit} | {id(unit.root)}
+    both = [loop for loop in loops if _has(events, loop, Role.BACKWARD) and _has(events, loop, Role.STEP)]
+    innermost = [loop for loop in both if not any(o is not loop and _encloses(loop, o, events) for o in both)]
+    scopes: list[tuple[cst.CSTNode, list]] = []
+    for loop in innermost:
+        parent = _parent_loop(loop, loops, events)
+        if _is_micro_header(unit, loop) and (parent is not None or isinstance(unit.root, cst.FunctionDef)):
+            root, micro = (parent if parent is not None else unit.root), [loop]
+        else:
+            root, micro = loop, _micro_loops(loop, loops, events)
+        if id(root) in own:
+            scopes.append((root, micro))
+    function = unit.root
+    if isinstance(function, cst.FunctionDef) and not innermost:
+        if _has(events, function, Role.BACKWARD) and _has(events, function, Role.STEP):
+            scopes.append((function, _micro_loops(function, loops, events)))
+    return scopes
+
+
+def _encloses(outer: cst.CSTNode, inner: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether ``outer`` contains ``inner`` (judged through the events' ancestor chains)."""
+    return any(e.inside(inner) and e.inside(outer) and _index(e, outer) < _index(e, inner) for e in events)
+
+
+def _index(event: Event, node: cst.CSTNode) -> int:
+    return next(i for i, a in enumerate(event.ancestors) if a is node)
+
+
+def _parent_loop(loop: cst.CSTNode, loops: list[cst.CSTNode], events: list[Event]) -> cst.CSTNode | None:
+    for event in events:
+        if event.inside(loop):
+            chain = event.ancestors[: _index(event, loop)]
+            parents = [a for a in chain if isinstance(a, LOOPS)]
+            return parents[-1] if parents else None
+    return None
+
+
+def _micro_loops(root: cst.CSTNode, loops: list[cst.CSTNode], events: list[Event]) -> list[cst.CSTNode]:
+    """The outermost loops strictly inside ``root`` that hold a backward call."""
+    found: list[cst.CSTNode] = []
+    for event in events:
+        if event.role is not Role.BACKWARD or not event.inside(root):
+            continue
+        chain = event.ancestors[_index(event, root) + 1 :] if root in event.ancestors else event.ancestors
+        inner = next((a for a in chain if isinstance(a, LOOPS)), None)
+        if inner is not None and not any(inner is f for f in found):
+            found.append(inner)
+    return found
+
+
+def _is_micro_header(unit: UnitModel, loop: cst.CSTNode) -> bool:
+    """``for micro_step in ...``, ``for _ in range(accum_steps)``, ``for mb in micro_batches``."""
+    if not isinstance(loop, cst.For):
+        return False
+    if _MICRO_HEADER.search(unit.code(loop.target)):
+        return True
+    source = loop.iter
+    if isinstance(source, cst.Call) and dotted(source.func) == "range" and len(source.args) == 1:
+        source = source.args[0].value
+    name = dotted(source)
+    return name is not None and bool(_MICRO_HEADER.search(name))
