@@ -158,7 +158,7 @@ def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides
 
     Raises :class:`SettingsError` for a bad configuration.
     """
-    data = click.get_binary_stream("stdin").read()
+    data = sys.stdin.buffer.read()
     name = Path(stdin_filename) if stdin_filename else Path.cwd() / "-"
     display = display_path(name) if stdin_filename else "-"
     if stdin_filename and PathFilter(resolver, overrides).explicitly_excluded(name):
