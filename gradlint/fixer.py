@@ -187,7 +187,8 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> str:
             edits.append((start, end, _with_newline(edit, newline)))
     for start, end, content in sorted(edits, reverse=True):
         if content and start == len(text) and text and not text.endswith(("\n", "\r")):
-            content = newline + content  # inserting after a last line that has no line ending
+            # after a last line without a line ending: the file keeps ending without one
+            content = newline + (content[: -len(newline)] if content.endswith(newline) else content)
         text = text[:start] + content + text[end:]
     return text
 

@@ -440,18 +440,19 @@ def train(model, loader, optimizer, accum):
         optimizer.step()
         if (i + 1) % accum == 0: optimizer.zero_grad()
 '''),
-    # two optimizers: which step the clip belongs before is a guess
-    "two_optimizers": ("GL101", '''\
-def train(gen, disc, loader, opt_g, opt_d, accum):
+    # AMP optional: whether a scaler exists to unscale (and which optimizer) is a guess
+    "scaler_or_not": ("GL101", '''\
+def train(model, loader, optimizer, scaler, accum):
     for i, (x, y) in enumerate(loader):
-        (disc(x, y) / accum).backward()
-        (gen(x) / accum).backward()
-        torch.nn.utils.clip_grad_norm_(disc.parameters(), 1.0)
+        (model(x, y) / accum).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         if (i + 1) % accum == 0:
-            opt_d.step()
-            opt_g.step()
-            opt_d.zero_grad()
-            opt_g.zero_grad()
+            if scaler is not None:
+                scaler.step(optimizer)
+                scaler.update()
+            else:
+                optimizer.step()
+            optimizer.zero_grad()
 '''),
     # the clip's result is read in the micro-batch body: moving it would read it before it exists
     "name_read_in_body": ("GL101", '''\

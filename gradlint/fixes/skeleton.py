@@ -38,13 +38,24 @@ def _call(loop: TrainingLoop, event: Event) -> str:
 
 def sole_step(loop: TrainingLoop) -> Event | None:
     """The loop's one optimizer step (None with several optimizers or none)."""
-    steps = [e for e in loop.of(Role.STEP) if not e.closure]
+    steps = _steps(loop)
     return steps[0] if len(steps) == 1 else None
 
 
-def scaler_unscale(loop: TrainingLoop) -> str | None:
-    """``scaler.unscale_(optimizer)`` as the loop would write it, when it steps a GradScaler."""
-    step = sole_step(loop)
+def _steps(loop: TrainingLoop) -> list[Event]:
+    return [e for e in loop.of(Role.STEP) if not e.closure]
+
+
+def _all_steps_in(loop: TrainingLoop, region: Region) -> bool:
+    """The loop's steps all run in ``region`` (so update work placed there follows them)."""
+    steps = _steps(loop)
+    return bool(steps) and all(_in_region(loop, region, s) for s in steps)
+
+
+def scaler_unscale(loop: TrainingLoop, step: Event | None = None) -> str | None:
+    """``scaler.unscale_(optimizer)`` as the loop would write it, for ``step`` (default: the
+    loop's only step) when that is a GradScaler's ``scaler.step(optimizer)``."""
+    step = step or sole_step(loop)
     if step is None or step.kind is not Kind.SCALER or not isinstance(step.node, cst.Call):
         return None
     optimizer = first_arg(step.node)
@@ -81,10 +92,11 @@ def clip_to_boundary(loop: TrainingLoop, clip: Event) -> Fix | None:
     block = loop.in_accumulate(clip)
     if block is not None:
         return _clip_under_sync_gradients(loop, clip, block)
-    step = sole_step(loop)
     region = boundary_region(loop, layout_of(loop.unit))
-    if step is None or region is None or not _in_region(loop, region, step):
+    if region is None or not _all_steps_in(loop, region):
         return None
+    if any(s.kind is Kind.SCALER for s in _steps(loop)) and sole_step(loop) is None:
+        return None  # which optimizer to unscale (and whether a scaler exists) is a guess
     unscales = [e for e in loop.of(Role.UNSCALE) if e.place is Place.MICRO and e.order < clip.order]
     at_boundary = any(_in_region(loop, region, e) for e in loop.of(Role.UNSCALE))
     moved = [*unscales, clip]
@@ -117,7 +129,7 @@ def _accelerator_of(block: cst.With) -> str | None:
 def step_to_boundary(loop: TrainingLoop, step: Event) -> Fix | None:
     """GL102: move the step (and a per-micro-batch ``scaler.update()``) to the boundary."""
     region = boundary_region(loop, layout_of(loop.unit))
-    if sole_step(loop) is not step or region is None:
+    if region is None:
         return None
     updates = [e for e in loop.of(Role.SCALER_UPDATE) if e.place is Place.MICRO]
     moved = sorted([step, *updates], key=lambda e: e.order)
@@ -132,7 +144,7 @@ def zero_grad_to_boundary(loop: TrainingLoop, zero: Event) -> Fix | None:
     if loop.in_accumulate(zero) is not None:
         return _zero_grad_under_accumulate(loop, zero)
     region = boundary_region(loop, layout_of(loop.unit))
-    if region is None or sole_step(loop) is None:
+    if region is None or not _all_steps_in(loop, region):
         return None
     same = [e for e in loop.of(Role.ZERO_GRAD) if e is not zero and _in_region(loop, region, e)
             and e.receiver == zero.receiver and e.node.__class__ is zero.node.__class__]
@@ -173,7 +185,7 @@ def scheduler_to_boundary(loop: TrainingLoop, scheduler: Event) -> Fix | None:
     """GL104 (unsafe: the schedule's horizon may be counted in micro-batches): move the
     scheduler step to the boundary, after the optimizer step."""
     region = boundary_region(loop, layout_of(loop.unit))
-    if region is None or sole_step(loop) is None:
+    if region is None or not _all_steps_in(loop, region):
         return None
     spot = canonical_spot(loop, layout_of(loop.unit), region, Role.SCHEDULER_STEP, [scheduler])
     return _move(loop, [scheduler], spot, f"Move {_call(loop, scheduler)} to the update boundary, "
@@ -245,7 +257,8 @@ def unscale_before_clip(loop: TrainingLoop, clip: Event) -> Fix | None:
     if any(e.order < clip.order and not e.closure for e in loop.of(Role.STEP)
            if not any(e.order < b.order < clip.order for b in loop.of(Role.BACKWARD))):
         return None  # the clip runs after the step: GL301's fix moves it and unscales
-    unscale = scaler_unscale(loop)
+    step = next((e for e in _steps(loop) if e.order > clip.order and e.kind is Kind.SCALER), None)
+    unscale = scaler_unscale(loop, step) if step is not None else None
     statement = movable(loop, clip)
     layout = layout_of(loop.unit)
     block = layout.block_of(statement) if statement is not None else None
