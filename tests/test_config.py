@@ -194,3 +194,15 @@ def test_nested_gitignore_files_are_respected(project: Path) -> None:
 def test_gitignore_outside_a_repository_is_not_read(project: Path) -> None:
     (project / ".gitignore").write_text("bad.py\n")
     assert gradlint("check", ".").exit_code == 1
+
+
+def test_the_readme_configuration_example_is_valid(project: Path) -> None:
+    from conftest import ROOT
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### Configuration"):]
+    example = section[section.index("```toml\n") + 8:section.index("```\n", section.index("```toml\n") + 8)]
+    (project / "pyproject.toml").write_text(example)
+    (project / "bad.py").write_text(GOOD)
+    result = gradlint("check", "--format", "text", ".")
+    assert (result.exit_code, result.stdout, result.stderr) == (0, "All checks passed! (1 file checked)\n", "")
