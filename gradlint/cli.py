@@ -16,6 +16,8 @@ from rich.table import Table
 
 from gradlint import __version__
 from gradlint.add_noqa import add_noqa_file
+from gradlint.cache import Cache, CacheError, default_cache_dir
+from gradlint.cache import clean as clean_cache
 from gradlint.config import ConfigResolver, Overrides, check_overrides, settings_for
 from gradlint.diagnostics import Diagnostic
 from gradlint.discovery import discover
@@ -24,7 +26,7 @@ from gradlint.fix_run import fix_paths, problems, render_diff, render_fixes
 from gradlint.reporters import DEFAULT_FORMAT, FORMATS, Report, ReportOptions, render
 from gradlint.rule_docs import rule_record
 from gradlint.rules import CATALOGUE
-from gradlint.runner import display_path, run
+from gradlint.runner import DEFAULT_MAX_FILE_SIZE, RunResult, default_jobs, display_path, run
 from gradlint.settings import SettingsError
 from gradlint.stdin import check_stdin
 
@@ -86,13 +88,24 @@ def main() -> None:
 @click.option("--show-fixes", is_flag=True, help="List the problems fixed (with --diff: that would be fixed).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when problems are found.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
+@click.option("--cache-dir", type=click.Path(path_type=Path),
+              help="The result cache folder (default: $GRADLINT_CACHE_DIR, else .gradlint_cache at the project root).")
+@click.option("-j", "--jobs", "jobs_text", metavar="N",
+              help="Worker processes (default: the number of CPUs; 1: no pool).")
+@click.option("--max-file-size", "max_size_text", metavar="BYTES",
+              help=f"Skip files larger than this, with a notice (default: {DEFAULT_MAX_FILE_SIZE}; 0: no limit).")
 def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignore: str | None,
           extend_select: str | None, exclude: str | None, extend_exclude: str | None,
           force_exclude: bool | None, respect_gitignore: bool | None, config_path: Path | None,
           isolated: bool, stdin_filename: str | None, add_noqa: bool, output_file: Path | None,
           statistics: bool, quiet: bool, color: str, fix: bool, unsafe_fixes: bool, diff: bool, show_fixes: bool,
-          exit_zero: bool, no_cache: bool) -> None:
+          exit_zero: bool, no_cache: bool, cache_dir: Path | None, jobs_text: str | None,
+          max_size_text: str | None) -> None:
     """Check PATHS (files or folders; default: the current folder; '-': stdin)."""
+    jobs = _whole_number("--jobs", jobs_text, minimum=1) if jobs_text is not None else default_jobs()
+    max_file_size = (_whole_number("--max-file-size", max_size_text, minimum=0) if max_size_text is not None
+                     else DEFAULT_MAX_FILE_SIZE)
+    cache = None if no_cache else _cache(cache_dir)
     overrides = Overrides(select=_codes(select), ignore=_codes(ignore) or (),
                           extend_select=_codes(extend_select) or (), exclude=_codes(exclude),
                           extend_exclude=_codes(extend_exclude) or (), respect_gitignore=respect_gitignore,
@@ -112,11 +125,38 @@ def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignor
         fail(str(exc))
     if fix or diff:
         _fix(files, settings, diff, show_fixes, output_format, output_file, options, color, exit_zero)
-    result = run(files, settings)
+    result = run(files, settings, jobs=jobs, cache=cache, max_file_size=max_file_size)
+    _notify_skipped(result, max_file_size)
     if add_noqa:
         _add_noqa(files, result.diagnostics)
     _emit(Report(result.diagnostics, result.files_checked), output_format, output_file, options, color)
     sys.exit(0 if exit_zero or not result.diagnostics else 1)
+
+
+def _whole_number(option: str, text: str, minimum: int) -> int:
+    """The value of a numeric option; anything else (or below ``minimum``) fails in one line."""
+    try:
+        value = int(text.strip())
+    except ValueError:
+        value = None
+    if value is None or value < minimum:
+        fail(f"{option} expects a whole number >= {minimum}, got {text!r}")
+    return value
+
+
+def _cache(cache_dir: Path | None) -> Cache:
+    """The result cache in ``--cache-dir`` or its default folder."""
+    directory = cache_dir or default_cache_dir()
+    if directory.exists() and not directory.is_dir():
+        fail(f"the cache folder {directory} is a file")
+    return Cache(directory)
+
+
+def _notify_skipped(result: RunResult, max_file_size: int) -> None:
+    """One notice on stderr per file skipped for its size (not a diagnostic)."""
+    for skipped in result.skipped:
+        click.echo(f"gradlint: notice: skipped {skipped.path}: {skipped.size} bytes is over the "
+                   f"{max_file_size}-byte limit (--max-file-size 0 checks it)", err=True)
 
 
 def _emit(report: Report, output_format: str, output_file: Path | None, options: ReportOptions, color: str,
@@ -231,6 +271,21 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
         fail(f"the document of {info.code} is not installed")
     else:
         Console(highlight=False).print(Markdown(record["explanation"]))
+
+
+@main.command()
+@click.option("--cache-dir", type=click.Path(path_type=Path),
+              help="The cache folder to remove (default: $GRADLINT_CACHE_DIR, else .gradlint_cache at the project root).")
+def clean(cache_dir: Path | None) -> None:
+    """Remove the result cache folder."""
+    directory = cache_dir or default_cache_dir()
+    try:
+        removed = clean_cache(directory)
+    except CacheError as exc:
+        fail(str(exc))
+    except OSError as exc:
+        fail(f"cannot remove {directory}: {exc.strerror or exc}")
+    click.echo(f"Removed {directory}" if removed else f"No cache at {directory}")
 
 
 @main.command()

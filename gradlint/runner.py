@@ -1,24 +1,54 @@
-"""Run the core over files: read, lint, collect; I/O problems become GL000 per file."""
+"""Run the core over files: read, filter, look up the cache, lint the rest, collect.
+
+The main process triages every file in order: a file over the size limit is skipped (and
+named in :attr:`RunResult.skipped`), an unreadable one is a GL000, one that fails the text
+filter has no diagnostics, one whose cache entry exists is answered from it. Only the rest
+is linted: in this process, or with ``jobs > 1`` in a pool of worker processes that read
+each file again, lint it and store the result in the cache themselves. The report order
+never depends on the pool: results are put back in their file's slot and sorted.
+"""
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+import multiprocessing
+import os
+import sys
+import threading
+from collections.abc import Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import partial
 from pathlib import Path
 
+from gradlint.cache import Cache
 from gradlint.diagnostics import Diagnostic, Span
-from gradlint.engine import lint_bytes
+from gradlint.engine import lint_bytes, worth_analysing
 from gradlint.notebook import lint_notebook
 from gradlint.rules import SYNTAX_ERROR
 from gradlint.settings import Settings
 
+DEFAULT_MAX_FILE_SIZE = 1 << 20
+"""Files larger than this many bytes are skipped unless the limit is raised (0: no limit)."""
+
+_CHUNKS_PER_WORKER = 4
+"""Work is cut into about this many chunks per worker: few enough that the per-task cost of
+the pool stays small, enough that the workers finish together."""
+
+
+@dataclass(frozen=True)
+class Skipped:
+    """A file left out because it is larger than the size limit."""
+
+    path: str
+    size: int
+
 
 @dataclass
 class RunResult:
-    """Diagnostics of a run plus how many files were checked."""
+    """Diagnostics of a run, how many files were checked, and which were skipped."""
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files_checked: int = 0
+    skipped: list[Skipped] = field(default_factory=list)
 
 
 def display_path(path: Path) -> str:
@@ -36,21 +66,135 @@ def lint_file(path: Path, settings: Settings) -> list[Diagnostic]:
     try:
         data = path.read_bytes()
     except OSError as exc:
-        if not settings.enabled(SYNTAX_ERROR.code):
-            return []
-        reason = exc.strerror or exc.__class__.__name__
-        return [Diagnostic(shown, Span(1, 1, 1, 1), SYNTAX_ERROR.code, SYNTAX_ERROR.name,
-                           SYNTAX_ERROR.severity, f"I/O error: cannot read file: {reason}")]
-    if path.suffix == ".ipynb":
-        return lint_notebook(data, shown, settings)
-    return lint_bytes(data, shown, settings)
+        return _io_error(shown, exc, settings)
+    return _lint_data(data, shown, settings, _is_notebook(path))
 
 
-def run(paths: list[Path], settings: Settings | Mapping[Path, Settings]) -> RunResult:
-    """Lint every file in ``paths`` in order, with one settings value or one per path."""
+def _is_notebook(path: Path) -> bool:
+    return path.suffix == ".ipynb"
+
+
+def _lint_data(data: bytes, shown: str, settings: Settings, notebook: bool) -> list[Diagnostic]:
+    return lint_notebook(data, shown, settings) if notebook else lint_bytes(data, shown, settings)
+
+
+def _io_error(shown: str, exc: OSError, settings: Settings) -> list[Diagnostic]:
+    if not settings.enabled(SYNTAX_ERROR.code):
+        return []
+    reason = exc.strerror or exc.__class__.__name__
+    return [Diagnostic(shown, Span(1, 1, 1, 1), SYNTAX_ERROR.code, SYNTAX_ERROR.name,
+                       SYNTAX_ERROR.severity, f"I/O error: cannot read file: {reason}")]
+
+
+@dataclass(frozen=True)
+class _Task:
+    """A file to lint (read again by whoever lints it); ``size`` balances the pool."""
+
+    index: int
+    path: Path
+    shown: str
+    settings: Settings
+    size: int
+
+
+def run(paths: Sequence[Path], settings: Settings | Mapping[Path, Settings], *, jobs: int = 1,
+        cache: Cache | None = None, max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> RunResult:
+    """Lint every file in ``paths``, with one settings value or one per path.
+
+    ``jobs`` processes lint the files the cache cannot answer (1: this process only);
+    ``cache`` (optional) answers and stores results; files over ``max_file_size`` bytes
+    are skipped (0: no limit). The diagnostics come sorted, the same for any ``jobs``.
+    """
     result = RunResult()
-    for path in paths:
-        result.diagnostics.extend(lint_file(path, settings if isinstance(settings, Settings) else settings[path]))
+    found: list[list[Diagnostic]] = [[] for _ in paths]
+    tasks: list[_Task] = []
+    for index, path in enumerate(paths):
+        own = settings if isinstance(settings, Settings) else settings[path]
+        shown = display_path(path)
+        try:
+            size = path.stat().st_size
+            if max_file_size and size > max_file_size:
+                result.skipped.append(Skipped(shown, size))
+                continue
+            data = path.read_bytes()
+        except OSError as exc:
+            found[index] = _io_error(shown, exc, own)
+            result.files_checked += 1
+            continue
         result.files_checked += 1
-    result.diagnostics.sort(key=Diagnostic.sort_key)
+        if not worth_analysing(data, own):
+            continue
+        cached = cache.get(cache.key(data, own, _is_notebook(path)), shown) if cache else None
+        if cached is not None:
+            found[index] = cached
+        else:
+            tasks.append(_Task(index, path, shown, own, len(data)))
+    for index, diagnostics in _lint_tasks(tasks, jobs, cache):
+        found[index] = diagnostics
+    result.diagnostics = sorted((d for group in found for d in group), key=Diagnostic.sort_key)
     return result
+
+
+def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[tuple[int, list[Diagnostic]]]:
+    """(index, diagnostics) of every task, in no particular order."""
+    if jobs <= 1 or len(tasks) <= 1:
+        for task in tasks:
+            yield _lint_task(task, cache)
+        return
+    chunks = _chunks(tasks, jobs * _CHUNKS_PER_WORKER)
+    with _context().Pool(min(jobs, len(chunks))) as pool:
+        for done in pool.imap_unordered(partial(_lint_chunk, cache=cache), chunks):
+            yield from done
+
+
+def _chunks(tasks: list[_Task], count: int) -> list[list[_Task]]:
+    """Cut ``tasks`` into about ``count`` chunks of similar total size, largest files first
+    (each in a chunk of its own when it is larger than a chunk's share)."""
+    share = max(1, sum(t.size for t in tasks) // count)
+    chunks: list[list[_Task]] = []
+    current: list[_Task] = []
+    weight = 0
+    for task in sorted(tasks, key=lambda t: (-t.size, t.index)):
+        current.append(task)
+        weight += task.size
+        if weight >= share:
+            chunks.append(current)
+            current, weight = [], 0
+    if current:
+        chunks.append(current)
+    return chunks
+
+
+def _context() -> multiprocessing.context.BaseContext:
+    """``fork`` where it exists and no other thread runs (workers start at once, sharing the
+    modules already imported), else the platform's default start method."""
+    methods = multiprocessing.get_all_start_methods()
+    if "fork" in methods and sys.platform.startswith("linux") and threading.active_count() == 1:
+        return multiprocessing.get_context("fork")
+    return multiprocessing.get_context()
+
+
+def _lint_task(task: _Task, cache: Cache | None) -> tuple[int, list[Diagnostic]]:
+    """Read, lint and cache one file."""
+    try:
+        data = task.path.read_bytes()
+    except OSError as exc:
+        return task.index, _io_error(task.shown, exc, task.settings)
+    notebook = _is_notebook(task.path)
+    diagnostics = _lint_data(data, task.shown, task.settings, notebook)
+    if cache is not None:
+        cache.put(cache.key(data, task.settings, notebook), diagnostics)
+    return task.index, diagnostics
+
+
+def _lint_chunk(chunk: list[_Task], cache: Cache | None) -> list[tuple[int, list[Diagnostic]]]:
+    """:func:`_lint_task` for every task of a chunk (in a worker process)."""
+    return [_lint_task(task, cache) for task in chunk]
+
+
+def default_jobs() -> int:
+    """The number of CPUs this process may use."""
+    try:
+        return len(os.sched_getaffinity(0))
+    except AttributeError:  # not on Linux
+        return os.cpu_count() or 1

@@ -1,0 +1,204 @@
+"""The result cache: a file's diagnostics (with fixes) keyed on what decides them.
+
+Like ruff's cache, it lives in ``.gradlint_cache/`` at the project root (the nearest folder
+from the current one holding ``pyproject.toml`` or ``.git``, else the current folder), or in
+``--cache-dir`` / ``$GRADLINT_CACHE_DIR``. The folder carries a ``CACHEDIR.TAG`` and a
+``.gitignore`` of ``*`` so backup tools and git leave it alone.
+
+An entry's key is a SHA-256 of the file's bytes, the effective settings of the file, whether
+it is a notebook, and the *build*: gradlint's version, a hash of gradlint's own source files
+(a development edit invalidates everything), the Python version (its parser judges syntax)
+and the installed libcst. Entries hold the diagnostics without the file's path, so a moved
+or copied file still hits; the path is filled in on reading.
+
+One JSON file per entry, written to a temporary name and renamed into place, so two runs at
+the same time never see a torn entry; a missing, unreadable or malformed entry is a miss.
+Writes are best-effort: a read-only or full disk only costs speed.
+"""
+
+from __future__ import annotations
+
+import dataclasses
+import enum
+import hashlib
+import importlib.util
+import json
+import os
+import shutil
+import sys
+import tempfile
+from pathlib import Path
+from typing import Any
+
+from gradlint import __version__
+from gradlint.diagnostics import Diagnostic, Fix, Severity, Span
+from gradlint.settings import Settings
+
+CACHE_DIR_NAME = ".gradlint_cache"
+CACHE_DIR_ENV = "GRADLINT_CACHE_DIR"
+FORMAT = 1
+"""Version of the entry layout; part of the build key."""
+
+CACHEDIR_TAG = (
+    "Signature: 8a477f597d28d172789f06886806bc55\n"
+    "# This file is a cache directory tag created by gradlint.\n"
+    "# For information about cache directory tags, see:\n"
+    "#\thttps://bford.info/cachedir/\n"
+)
+_PROJECT_MARKERS = ("pyproject.toml", ".git")
+
+
+class CacheError(Exception):
+    """The cache folder cannot be used as asked (reported in one line, exit 2)."""
+
+
+def project_root(start: Path | None = None) -> Path:
+    """The nearest folder from ``start`` (default: the current one) upward holding
+    ``pyproject.toml`` or ``.git``; ``start`` itself when there is none."""
+    here = (start or Path.cwd()).absolute()
+    for folder in (here, *here.parents):
+        if any((folder / marker).exists() for marker in _PROJECT_MARKERS):
+            return folder
+    return here
+
+
+def default_cache_dir(start: Path | None = None) -> Path:
+    """``$GRADLINT_CACHE_DIR`` if set, else ``.gradlint_cache`` at the project root."""
+    env = os.environ.get(CACHE_DIR_ENV)
+    if env:
+        return Path(env).expanduser()
+    return project_root(start) / CACHE_DIR_NAME
+
+
+def build_id() -> str:
+    """What, besides a file and its settings, decides its diagnostics: gradlint's version
+    and source, the entry format, the Python version and the installed libcst."""
+    digest = hashlib.sha256(f"{__version__}\0{FORMAT}\0{sys.version}\0".encode())
+    package = Path(__file__).resolve().parent
+    for source in sorted(package.rglob("*.py")):
+        digest.update(source.relative_to(package).as_posix().encode() + b"\0")
+        digest.update(source.read_bytes())
+    spec = importlib.util.find_spec("libcst")  # located, not imported
+    if spec is not None and spec.origin:
+        stat = os.stat(spec.origin)
+        digest.update(f"\0{spec.origin}\0{stat.st_size}\0{stat.st_mtime_ns}".encode())
+    return digest.hexdigest()[:20]
+
+
+def settings_token(settings: Settings) -> str:
+    """A canonical text for ``settings`` (stable across processes, unlike ``hash``)."""
+    return json.dumps(_canonical(settings), sort_keys=True, separators=(",", ":"))
+
+
+def _canonical(value: Any) -> Any:
+    if dataclasses.is_dataclass(value) and not isinstance(value, type):
+        return {f.name: _canonical(getattr(value, f.name)) for f in dataclasses.fields(value)}
+    if isinstance(value, enum.Enum):
+        return _canonical(value.value)
+    if isinstance(value, (set, frozenset)):
+        return sorted((_canonical(v) for v in value), key=lambda v: json.dumps(v, sort_keys=True))
+    if isinstance(value, (list, tuple)):
+        return [_canonical(v) for v in value]
+    if isinstance(value, dict):
+        return {str(k): _canonical(v) for k, v in value.items()}
+    if value is None or isinstance(value, (str, int, float, bool)):
+        return value
+    raise TypeError(f"cannot key the cache on a {type(value).__name__}")
+
+
+def _entry(diagnostic: Diagnostic) -> dict[str, Any]:
+    data = diagnostic.to_dict()
+    del data["path"]
+    return data
+
+
+def _diagnostic(path: str, data: dict[str, Any]) -> Diagnostic:
+    span = Span(data["line"], data["column"], data["end_line"], data["end_column"])
+    fix = Fix.from_dict(data["fix"]) if data["fix"] is not None else None
+    return Diagnostic(path, span, data["code"], data["name"], Severity(data["severity"]), data["message"],
+                      fix, data.get("cell"))
+
+
+class Cache:
+    """Diagnostics by content key under one cache folder (see the module documentation)."""
+
+    def __init__(self, directory: Path) -> None:
+        self.directory = directory
+        self._build = build_id()
+        self._entries = directory / f"v{FORMAT}-{self._build}"
+        self._tokens: dict[Settings, bytes] = {}
+        self._ready = False
+
+    def key(self, data: bytes, settings: Settings, notebook: bool) -> str:
+        """The entry key of one file's bytes under its settings."""
+        token = self._tokens.get(settings)
+        if token is None:
+            token = self._tokens[settings] = settings_token(settings).encode()
+        digest = hashlib.sha256(token)
+        digest.update(b"\0notebook\0" if notebook else b"\0module\0")
+        digest.update(data)
+        return digest.hexdigest()
+
+    def _path(self, key: str) -> Path:
+        return self._entries / key[:2] / f"{key}.json"
+
+    def get(self, key: str, path: str) -> list[Diagnostic] | None:
+        """The cached diagnostics of ``key``, reported at ``path``; None on a miss."""
+        try:
+            stored = json.loads(self._path(key).read_bytes())
+            return [_diagnostic(path, item) for item in stored["diagnostics"]]
+        except (OSError, ValueError, KeyError, TypeError):
+            return None
+
+    def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
+        """Store the diagnostics of ``key`` (atomically; errors are ignored)."""
+        target = self._path(key)
+        text = json.dumps({"diagnostics": [_entry(d) for d in diagnostics]}, separators=(",", ":"))
+        try:
+            self._prepare()
+            target.parent.mkdir(parents=True, exist_ok=True)
+            handle, temporary = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=target.parent)
+            try:
+                with os.fdopen(handle, "w", encoding="utf-8") as out:
+                    out.write(text)
+                os.replace(temporary, target)
+            except BaseException:
+                Path(temporary).unlink(missing_ok=True)
+                raise
+        except OSError:
+            return
+
+    def _prepare(self) -> None:
+        """Create the cache folder with its tag and .gitignore; drop other builds' entries."""
+        if self._ready:
+            return
+        self._ready = True
+        fresh = not self._entries.is_dir()
+        self.directory.mkdir(parents=True, exist_ok=True)
+        for name, content in (("CACHEDIR.TAG", CACHEDIR_TAG), (".gitignore", "# Created by gradlint.\n*\n")):
+            marker = self.directory / name
+            if not marker.exists():
+                marker.write_text(content, encoding="utf-8")
+        if fresh:
+            for old in self.directory.glob("v*-*"):
+                if old != self._entries and old.is_dir():
+                    shutil.rmtree(old, ignore_errors=True)
+
+
+def clean(directory: Path) -> bool:
+    """Remove the cache folder ``directory``; False if there is none.
+
+    Raises :class:`CacheError` for a folder that is not a gradlint cache (no ``CACHEDIR.TAG``
+    written by gradlint), so a mistyped ``--cache-dir`` never deletes anything else.
+    """
+    if not directory.exists():
+        return False
+    tag = directory / "CACHEDIR.TAG"
+    try:
+        ours = directory.is_dir() and tag.read_text(encoding="utf-8") == CACHEDIR_TAG
+    except OSError:
+        ours = False
+    if not ours:
+        raise CacheError(f"{directory} is not a gradlint cache folder (no gradlint CACHEDIR.TAG); not removing it")
+    shutil.rmtree(directory)
+    return True
