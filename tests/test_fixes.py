@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from typing import NamedTuple
 
 import pytest
@@ -9,6 +10,7 @@ import pytest
 from gradlint.diagnostics import Applicability
 from gradlint.engine import lint_source
 from gradlint.fixer import fix_source
+from gradlint.rule_docs import load_doc
 from gradlint.rules import CATALOGUE
 from gradlint.settings import Settings
 
@@ -210,8 +212,8 @@ def train(model, loader, optimizer, scheduler, accum):
         if (step + 1) % accum != 0:
             continue
         optimizer.step()
-        optimizer.zero_grad()
         scheduler.step()
+        optimizer.zero_grad()
 '''),
     Case('GL201', 'gl201_nested', UNSAFE, '''\
 def train(model, get_batch, optimizer, num_updates, accum):
@@ -341,8 +343,8 @@ def train(model, loader, optimizer, scheduler, accum):
         (model(x, y) / accum).backward()
         if (i + 1) % accum == 0:
             optimizer.step()
-            optimizer.zero_grad()
             scheduler.step()
+            optimizer.zero_grad()
 '''),
     Case('GL303', 'gl303_move', SAFE, '''\
 def train(model, loader, optimizer, scaler):
@@ -493,3 +495,22 @@ def test_no_fix_rather_than_a_guess(name: str) -> None:
     code, source = NO_FIX[name]
     [diagnostic] = lint_source(source, "train.py", only(code))
     assert diagnostic.code == code and diagnostic.fix is None
+
+
+def _python_block(markdown: str) -> str:
+    blocks = re.findall(r"```python\n(.*?)```", markdown, re.DOTALL)
+    assert len(blocks) == 1
+    return blocks[0]
+
+
+FIXABLE = [code for code, info in CATALOGUE.items() if info.fix is not None]
+
+
+@pytest.mark.parametrize("code", FIXABLE)
+def test_rule_doc_fixed_example_is_the_fix_of_its_example(code: str) -> None:
+    doc = load_doc(code)
+    assert doc is not None and doc.section("Fixed"), f"rules/{code}.md has no '## Fixed' section"
+    example = _python_block(doc.section("Example"))
+    result = fix_source(example, f"{code}.py", only(code), unsafe=True)
+    assert [d.code for d in result.fixed] == [code]
+    assert _python_block(doc.section("Fixed")) == result.text

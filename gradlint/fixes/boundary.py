@@ -4,7 +4,8 @@ A *region* is a run of statements of one indented block that executes once per u
 body of the step gate, the statements after an ``if not <gate>: continue`` guard, or the
 statements after an inner micro-batch loop. A *spot* is an insertion point (before a file
 line) with the indentation of the statements around it. Inside a region, update work is
-placed in the canonical order: unscale, clip, step, scaler update, zero_grad, scheduler.
+placed in the canonical order: unscale, clip, step, scaler update, then zero_grad and the
+scheduler (each just after the step).
 """
 
 from __future__ import annotations
@@ -23,7 +24,7 @@ RANK = {
     Role.STEP: 2,
     Role.SCALER_UPDATE: 3,
     Role.ZERO_GRAD: 4,
-    Role.SCHEDULER_STEP: 5,
+    Role.SCHEDULER_STEP: 4,  # both go right after the step, neither before the other
 }
 
 
