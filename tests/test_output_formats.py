@@ -34,43 +34,35 @@ src/bad.py:12:13: GL101 [*] {CLIP}
 11 |             loss.backward()
 12 |             torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
    |             ^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^^ GL101
-13 |             scheduler.step()
-14 |         optimizer.step()
+13 |         optimizer.step()
+14 |         optimizer.zero_grad()
    |
   = fix (safe, applied by --fix): Move `torch.nn.utils.clip_grad_norm_()` to the update boundary (clip once, just before the step)
-    @@ -11,4 +11,4 @@
+    @@ -11,3 +11,3 @@
                  loss.backward()
     -            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-                 scheduler.step()
     +        torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
              optimizer.step()
 
-src/bad.py:13:13: GL104 {SCHED}
-   |
-11 |             loss.backward()
-12 |             torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-13 |             scheduler.step()
-   |             ^^^^^^^^^^^^^^^^ GL104
-14 |         optimizer.step()
-15 |         optimizer.zero_grad()
-   |
-  = fix (unsafe, applied by --fix --unsafe-fixes): Move `scheduler.step()` to the update boundary, after the optimizer step
-    @@ -12,4 +12,4 @@
-                 torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
-    -            scheduler.step()
-             optimizer.step()
-             optimizer.zero_grad()
-    +        scheduler.step()
-
-Found 2 problems in 1 file.
-[*] 1 fixable with the --fix option (1 hidden fix can be enabled with the --unsafe-fixes option).
+Found 1 problem in 1 file.
+[*] 1 fixable with the --fix option.
 """
 
 
 def test_full_is_the_default(project: Path) -> None:
+    (project / "src" / "bad.py").write_text(BAD.replace("            scheduler.step()\n", ""))
     result = gradlint("check", ".")
     assert result.exit_code == 1
     assert result.stdout == FULL
+
+
+def test_full_labels_unsafe_fixes(project: Path) -> None:
+    lines = gradlint("check", "--select", "GL104", ".").stdout.splitlines()
+    assert lines[0] == f"src/bad.py:13:13: GL104 {SCHED}"
+    assert lines[4] == "13 |             scheduler.step()"
+    assert lines[5] == "   |             ^^^^^^^^^^^^^^^^ GL104"
+    assert lines[9].startswith("  = fix (unsafe, applied by --fix --unsafe-fixes): ")
+    assert "    -            scheduler.step()" in lines
 
 
 def test_text_is_the_original_format(project: Path) -> None:
