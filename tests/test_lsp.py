@@ -42,7 +42,7 @@ def train(model, windows, optimizer):
 """
 CLEAN = CLIP_PER_MICRO_BATCH.replace(
     "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", "")
-# GL101 and GL104, both with safe fixes.
+# GL101 and GL104, both with fixes (GL101's is safe).
 TWO_FIXABLE = CLIP_PER_MICRO_BATCH.replace(
     "(model, windows, optimizer)", "(model, windows, optimizer, scheduler)").replace(
     "1.0)\n", "1.0)\n            scheduler.step()\n")
@@ -320,10 +320,11 @@ async def test_fix_all(client: LanguageClient, tmp_path: Path):
     assert action.kind == "source.fixAll.gradlint"
     assert action.title == "Fix all auto-fixable gradlint problems"
     fixed = _apply(TWO_FIXABLE, _edits_of(action, uri, 1))
-    assert fixed == fix_source(TWO_FIXABLE, "train.py", default_settings()).text
-    assert fixed != TWO_FIXABLE
+    expected = fix_source(TWO_FIXABLE, "train.py", default_settings())  # what check --fix does
+    assert fixed == expected.text
+    assert "GL101" in [d.code for d in expected.fixed]
     _replace_all(client, uri, 2, fixed)
-    assert _codes(await recorder.next(uri, 2)) == []
+    assert _codes(await recorder.next(uri, 2)) == [d.code for d in expected.remaining]
     assert await _actions(client, uri, [], only=["source.fixAll.gradlint"]) == []
 
 
@@ -367,6 +368,17 @@ async def test_malformed_requests_are_answered_and_the_server_keeps_serving(
     assert isinstance(hover.contents, types.MarkupContent)
     assert hover.contents.kind == types.MarkupKind.Markdown
     assert hover.contents.value.startswith("# GL101: clip-per-micro-batch")
+
+
+async def test_requests_are_answered_while_a_large_file_is_linted(client: LanguageClient, tmp_path: Path):
+    recorder = Recorder(client)
+    large = "".join(CLIP_PER_MICRO_BATCH.replace("def train(", f"def train{n}(") for n in range(80))
+    uri = _open(client, tmp_path / "large.py", large)
+    hover = await client.text_document_hover_async(types.HoverParams(
+        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 0)))
+    assert hover is None
+    assert recorder.of(uri) == []  # answered while the lint thread was still busy
+    assert _codes(await recorder.next(uri)) == ["GL101"] * 80
 
 
 async def test_hover_outside_a_noqa_code_is_empty(client: LanguageClient, tmp_path: Path):

@@ -32,6 +32,7 @@ def test_neovim_shows_gl101_and_applies_its_quick_fix(tmp_path: Path):
     assert ("code action 1: [quickfix] Move `torch.nn.utils.clip_grad_norm_()` to the update boundary "
             "(clip once, just before the step) (GL101)") in out
     assert "GL101 diagnostics after the fix: 0" in out
-    assert ("  76 |             if (step + 1) % args.gradient_accumulation_steps == 0 or step + 1 == len(train_dataloader):\n"
+    gate = "if (step + 1) % args.gradient_accumulation_steps == 0 or step + 1 == len(train_dataloader):"
+    assert (f"  76 |             {gate}\n"
             "  77 |                 torch.nn.utils.clip_grad_norm_(  # expect: GL101\n") in out
     assert train.read_bytes() == FIXTURE.read_bytes()  # the edit is in the buffer, not written

@@ -8,7 +8,6 @@ from click.testing import CliRunner
 
 import gradlint.lsp
 from gradlint.cli import main
-
 from gradlint.diagnostics import Span
 from gradlint.lsp.noqa import LineEdit, add_code, code_at
 from gradlint.lsp.positions import UTF8, UTF16, UTF32, Point, from_client, span_to_client, to_client

@@ -116,8 +116,8 @@ class GradlintServer(LanguageServer):
     @property
     def encoding(self) -> str:
         """The negotiated position encoding (``utf-16`` unless the client chose another)."""
-        value = self.server_capabilities.position_encoding if self.protocol.server_capabilities else None
-        return str(value.value if hasattr(value, "value") else value or UTF16)
+        value = self.workspace.position_encoding or UTF16
+        return value.value if isinstance(value, types.PositionEncodingKind) else str(value)
 
     def _capability(self, dotted: str) -> Any:
         value: Any = self.client_capabilities
@@ -157,7 +157,8 @@ class GradlintServer(LanguageServer):
         self.log(types.MessageType.Log,
                  f"linted {basename(uri)} (version {version}): {len(outcome.diagnostics)} "
                  f"diagnostics in {outcome.seconds * 1000:.1f} ms")
-        self.state.results[uri] = outcome
+        if uri in self.state.open:
+            self.state.results[uri] = outcome
         return outcome
 
     def log(self, kind: types.MessageType, message: str) -> None:
@@ -219,8 +220,13 @@ class GradlintServer(LanguageServer):
                                       for d in outcome.diagnostics):
             return None
         loop = asyncio.get_running_loop()
-        fixed = await loop.run_in_executor(self.lint_executor, fix_source, text,
-                                           document_path(uri) or uri, outcome.settings, False)
+        try:
+            fixed = await loop.run_in_executor(self.lint_executor, fix_source, text,
+                                               document_path(uri) or uri, outcome.settings, False)
+        except Exception as exc:  # the quick fixes and the other actions are still offered
+            LOG.exception("fix all failed for %s", uri)
+            self.log(types.MessageType.Error, f"gradlint could not fix {uri}: {type(exc).__name__}: {exc}")
+            return None
         return whole_text_edit(text, fixed.text, self.encoding) if fixed.text != text else None
 
     def relint_open_documents(self) -> None:
