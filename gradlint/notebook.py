@@ -14,8 +14,10 @@ the indentation and escaping the file had, so the rest stays byte for byte the s
 from __future__ import annotations
 
 import copy
+import io
 import json
 import re
+import tokenize
 from dataclasses import dataclass, replace
 from typing import Any
 
@@ -85,12 +87,25 @@ def _mask(text: str, first_magic: int) -> tuple[str, tuple[str, ...]]:
     for index, line in enumerate(lines):
         if whole_cell and line.strip():
             masked.append(placeholder(line))
-        elif continued or (index == 0 and head.startswith("%%")) or _MAGIC.match(line):
+        elif continued or (index == 0 and head.startswith("%%")) or (_MAGIC.match(line) and not _open(masked)):
             masked.append(placeholder(line))
             continued = line.rstrip().endswith("\\")
         else:
             masked.append(line)
     return "\n".join(masked), tuple(magics)
+
+
+def _open(lines: list[str]) -> bool:
+    """Whether ``lines`` end inside a bracket, a string or a backslash continuation, where a
+    line starting with ``%`` or ``!`` is an operator, not IPython syntax."""
+    try:
+        for _ in tokenize.generate_tokens(io.StringIO("\n".join(lines) + "\n").readline):
+            pass
+    except tokenize.TokenError:
+        return True
+    except (SyntaxError, ValueError):
+        return False
+    return False
 
 
 def _is_python(document: dict[str, Any]) -> bool:

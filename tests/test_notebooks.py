@@ -80,7 +80,7 @@ def test_magics_are_masked_and_shell_cells_skipped(project: Path) -> None:
     notebook = json.loads(NOTEBOOK.read_text(encoding="utf-8"))
     notebook["cells"].insert(1, {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
                                  "source": ["%%bash\n", "for x in 1 2; do echo $x; done"]})
-    notebook["cells"][2]["source"].append("\nfiles = !ls\nmodel?")
+    notebook["cells"][2]["source"].append('\nfiles = !ls\nmodel?\nmsg = ("lr %.4f"\n       % 3e-4)')
     (project / "nb.ipynb").write_text(json.dumps(notebook, indent=1))
     result = gradlint("check", "--format", "text", "nb.ipynb")
     assert result.stdout == f"nb.ipynb:cell 6:9:13: GL101 {CLIP_MESSAGE}\nFound 1 problem in 1 file.\n"
