@@ -67,6 +67,14 @@ class Overrides:
     force_exclude: bool | None = None
 
 
+def _shown(path: Path) -> str:
+    """``path`` relative to the current folder when it is inside it (for messages)."""
+    try:
+        return path.relative_to(Path.cwd()).as_posix()
+    except ValueError:
+        return str(path)
+
+
 def _codes(value: Any, where: str) -> tuple[str, ...]:
     items = _strings(value, where)
     for item in items:
@@ -129,9 +137,9 @@ def parse_config(table: dict[str, Any], path: Path, section: str) -> Config:
     for key, value in table.items():
         if key not in _KEYS:
             known = ", ".join(_KEYS)
-            raise SettingsError(f"{path}: unknown key {key!r} in {section} (known keys: {known})")
+            raise SettingsError(f"{_shown(path)}: unknown key {key!r} in {section} (known keys: {known})")
         field_name, validate = _KEYS[key]
-        values[field_name] = validate(value, f"{path}: {section} {key}")
+        values[field_name] = validate(value, f"{_shown(path)}: {section} {key}")
     return Config(path=path, root=path.parent, **values)
 
 
@@ -140,9 +148,9 @@ def _read_toml(path: Path) -> dict[str, Any]:
         with path.open("rb") as handle:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
-        raise SettingsError(f"{path}: invalid TOML: {exc}") from None
+        raise SettingsError(f"{_shown(path)}: invalid TOML: {exc}") from None
     except OSError as exc:
-        raise SettingsError(f"{path}: cannot read configuration: {exc.strerror or exc}") from None
+        raise SettingsError(f"{_shown(path)}: cannot read configuration: {exc.strerror or exc}") from None
 
 
 @lru_cache(maxsize=256)
@@ -154,7 +162,7 @@ def _load(path: Path, stamp: tuple[int, int]) -> Config | None:
     if not isinstance(tool, dict) or "gradlint" not in tool:
         return None
     if not isinstance(tool["gradlint"], dict):
-        raise SettingsError(f"{path}: [tool.gradlint] must be a table")
+        raise SettingsError(f"{_shown(path)}: [tool.gradlint] must be a table")
     return parse_config(tool["gradlint"], path, "[tool.gradlint]")
 
 
@@ -167,7 +175,7 @@ def load_config(path: Path) -> Config | None:
     try:
         info = path.stat()
     except OSError as exc:
-        raise SettingsError(f"{path}: cannot read configuration: {exc.strerror or exc}") from None
+        raise SettingsError(f"{_shown(path)}: cannot read configuration: {exc.strerror or exc}") from None
     return _load(path, (info.st_mtime_ns, info.st_size))
 
 
