@@ -40,9 +40,6 @@ def train(model, get_batch, num_updates, accum_steps):
         optimizer.zero_grad()
 '''
 
-GL101_LINE = "bad.py:12:13: GL101 "
-GL104_LINE = "bad.py:13:13: GL104 "
-
 
 def gradlint(*args: str, input: str | bytes | None = None, env: dict[str, str] | None = None) -> Result:
     """Run ``gradlint ARGS`` in-process (stdout and stderr kept apart)."""

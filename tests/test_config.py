@@ -9,7 +9,7 @@ import pytest
 
 from gradlint.config import settings_for
 from gradlint.names import Kind
-from samples import BAD, GOOD, GL101_LINE, GL104_LINE, codes, gradlint
+from samples import BAD, GOOD, codes, gradlint
 
 
 @pytest.fixture
@@ -94,9 +94,11 @@ def test_config_option_and_isolated(project: Path, tmp_path_factory: pytest.Temp
     [
         ("pyproject.toml", '[tool.gradlint]\nselekt = ["GL101"]\n',
          "pyproject.toml: unknown key 'selekt' in [tool.gradlint]"),
-        ("gradlint.toml", 'ignore = ["GL999"]\n', "gradlint.toml: top level ignore: unknown rule code or prefix 'GL999'"),
+        ("gradlint.toml", 'ignore = ["GL999"]\n',
+         "gradlint.toml: top level ignore: unknown rule code or prefix 'GL999'"),
         ("gradlint.toml", 'ignore = "GL101"\n', "gradlint.toml: top level ignore: expected a list of strings"),
-        ("gradlint.toml", "respect-gitignore = 1\n", "gradlint.toml: top level respect-gitignore: expected true or false"),
+        ("gradlint.toml", "respect-gitignore = 1\n",
+         "gradlint.toml: top level respect-gitignore: expected true or false"),
         ("gradlint.toml", '[per-file-ignores]\n"x.py" = ["E501"]\n',
          "gradlint.toml: top level per-file-ignores.'x.py': unknown rule code or prefix 'E501'"),
         ("gradlint.toml", '[names]\nlosses = ["x"]\n', "gradlint.toml: top level names: unknown key 'losses'"),

@@ -76,7 +76,8 @@ def test_concise_marks_fixable_findings(project: Path) -> None:
     lines = gradlint("check", "--output-format", "concise", ".").stdout.splitlines()
     assert lines == [f"src/bad.py:12:13: GL101 [*] {CLIP}", f"src/bad.py:13:13: GL104 {SCHED}",
                      "Found 2 problems in 1 file.",
-                     "[*] 1 fixable with the --fix option (1 hidden fix can be enabled with the --unsafe-fixes option)."]
+                     "[*] 1 fixable with the --fix option "
+                     "(1 hidden fix can be enabled with the --unsafe-fixes option)."]
 
 
 def test_full_shows_a_finding_on_the_first_line(project: Path) -> None:

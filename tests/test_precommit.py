@@ -18,7 +18,7 @@ import pytest
 from conftest import FIXTURES, ROOT
 from samples import BAD, GOOD
 
-pytest.importorskip("pre_commit", reason="pre-commit is not installed (it is in the test extra: pip install -e '.[test]')")
+pytest.importorskip("pre_commit", reason="pre-commit is not installed (pip install -e '.[test]' installs it)")
 if shutil.which("git") is None:
     pytest.skip("git is not installed", allow_module_level=True)
 

@@ -151,7 +151,7 @@ def _fix_diff(diagnostic: Diagnostic, text: str) -> list[Text]:
     fixed = apply_fixes(text, [fix])
     diff = difflib.unified_diff(text.splitlines(), fixed.splitlines(), n=1, lineterm="")
     for line in list(diff)[2:]:
-        style = "green" if line.startswith("+") else "red" if line.startswith("-") else "cyan" if line.startswith("@@") else ""
+        style = {"+": "green", "-": "red", "@": "cyan"}.get(line[:1], "")
         rows.append(Text("    " + line.expandtabs(4), style=style))
     return rows
 
