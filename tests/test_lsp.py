@@ -411,8 +411,8 @@ async def test_configuration_is_reloaded_when_it_changes(client: LanguageClient,
     assert _codes(await recorder.next(uri)) == []
     (registration,) = client.registrations
     assert registration.method == types.WORKSPACE_DID_CHANGE_WATCHED_FILES
-    assert [w["globPattern"] for w in registration.register_options["watchers"]] == [
-        "**/pyproject.toml", "**/gradlint.toml", "**/.gradlint.toml"]
+    assert sorted(w["globPattern"] for w in registration.register_options["watchers"]) == [
+        "**/.gradlint.toml", "**/gradlint.toml", "**/pyproject.toml"]
     config.write_text('[tool.gradlint]\nignore = ["GL3"]\n')
     client.workspace_did_change_watched_files(types.DidChangeWatchedFilesParams(changes=[
         types.FileEvent(uri=config.as_uri(), type=types.FileChangeType.Changed)]))

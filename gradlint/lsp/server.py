@@ -24,6 +24,7 @@ from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
 
 from gradlint import __version__
+from gradlint.config import CONFIG_NAMES
 from gradlint.diagnostics import Applicability, Diagnostic
 from gradlint.engine import lint_source
 from gradlint.fixer import fix_source
@@ -32,7 +33,7 @@ from gradlint.lsp.convert import lsp_diagnostic, whole_text_edit
 from gradlint.lsp.docs import rule_doc
 from gradlint.lsp.noqa import code_at
 from gradlint.lsp.positions import UTF16, Point, from_client
-from gradlint.lsp.settings_cache import CONFIG_NAMES, SettingsCache
+from gradlint.lsp.settings_cache import SettingsCache
 from gradlint.settings import Settings
 
 LOG = logging.getLogger("gradlint.lsp")

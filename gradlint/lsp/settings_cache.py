@@ -14,9 +14,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
+from gradlint.config import CONFIG_NAMES, settings_for
 from gradlint.settings import Settings, SettingsError, default_settings
-
-CONFIG_NAMES = ("pyproject.toml", "gradlint.toml", ".gradlint.toml")
 
 Fingerprint = tuple[tuple[str, int, int], ...]
 
@@ -32,15 +31,6 @@ def fingerprint(folder: Path) -> Fingerprint:
                 continue
             found.append((str(directory / name), stat.st_size, stat.st_mtime_ns))
     return tuple(found)
-
-
-def load_settings(path: Path) -> Settings:
-    """The settings the CLI would use for ``path`` (raises :class:`SettingsError`)."""
-    try:
-        from gradlint.config import settings_for
-    except ImportError:  # configuration files are not supported by this gradlint yet
-        return default_settings()
-    return settings_for(path)
 
 
 @dataclass(frozen=True)
@@ -68,7 +58,7 @@ class SettingsCache:
         if cached and cached[0] == current:
             return cached[1]
         try:
-            resolved = Resolved(load_settings(path))
+            resolved = Resolved(settings_for(path))
         except SettingsError as exc:
             resolved = Resolved(default_settings(), str(exc))
         with self._lock:
