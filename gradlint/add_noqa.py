@@ -85,7 +85,7 @@ def _mark(body: str, codes: list[str], comment: tuple[int, str] | None) -> str |
         for match in NOQA.finditer(text):
             listed = match.group("codes")
             if listed is None:
-                return None  # a bare ``# noqa`` suppresses everything
+                return None  # a bare noqa comment suppresses every code
             missing = [c for c in codes if c not in {x.upper() for x in CODE.findall(listed)}]
             if not missing:
                 return None

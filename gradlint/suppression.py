@@ -134,7 +134,7 @@ def _unused(directives: list[Directive], path: str, settings: Settings) -> Itera
     for directive in directives:
         if directive.codes is None:
             if directive.used or directive.kind == "noqa":
-                continue  # a bare ``# noqa`` may serve another tool
+                continue  # a bare noqa comment may serve another tool
             message = f"unused blanket suppression `{directive.text}`"
             yield Diagnostic(path, directive.span, info.code, info.name, info.severity, message)
             continue
