@@ -42,11 +42,6 @@ class FixResult:
     remaining: list[Diagnostic] = field(default_factory=list)
     reverted: list[Reverted] = field(default_factory=list)
 
-    @property
-    def source(self) -> str:
-        """The fixed text (the name the language server reads)."""
-        return self.text
-
 
 def applicable(fix: Fix | None, unsafe: bool) -> bool:
     """Whether ``fix`` is applied: safe ones always, unsafe ones on request, never display-only."""
