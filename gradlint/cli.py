@@ -85,7 +85,7 @@ def main() -> None:
 @click.option("--fix", is_flag=True, help="Apply the safe fixes in place, then report what remains.")
 @click.option("--unsafe-fixes", is_flag=True, help="Also apply (with --fix or --diff) the fixes that rest on an assumption.")
 @click.option("--diff", is_flag=True, help="Print the fixes as a unified diff and write nothing; exit 1 if there are any.")
-@click.option("--show-fixes", is_flag=True, help="List the problems fixed (with --diff: that would be fixed).")
+@click.option("--show-fixes", is_flag=True, help="List the problems fixed, per file and rule (--diff always lists them).")
 @click.option("--exit-zero", is_flag=True, help="Exit 0 even when problems are found.")
 @click.option("--no-cache", is_flag=True, help="Do not read or write the result cache.")
 @click.option("--cache-dir", type=click.Path(path_type=Path),

@@ -9,6 +9,7 @@ the file's permissions. A pass whose result does not parse is reverted and repor
 from __future__ import annotations
 
 import ast
+import codecs
 import os
 import stat
 import tempfile
@@ -256,17 +257,19 @@ def _fix_python(outcome: FileFix, data: bytes, settings: Settings, unsafe: bool)
 def _fix_notebook(outcome: FileFix, data: bytes, settings: Settings, unsafe: bool) -> bytes | None:
     from gradlint.notebook import NotebookError, fix_notebook
 
+    bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""
     try:
-        result = fix_notebook(data.decode("utf-8"), outcome.display, settings, unsafe)
+        raw = data[len(bom):].decode("utf-8")
+        result = fix_notebook(raw, outcome.display, settings, unsafe)
     except (UnicodeDecodeError, NotebookError):
         _lint_only(outcome, settings)
         return None
-    outcome.before, outcome.after = data.decode("utf-8"), result.text
+    outcome.before, outcome.after = raw, result.text
     outcome.fixed, outcome.remaining = result.fixed, result.remaining
     if result.error is not None:
         _unchanged(outcome, settings, result.error)
         return None
-    return result.text.encode("utf-8") if outcome.changed else None
+    return bom + result.text.encode("utf-8") if outcome.changed else None
 
 
 def _lint_only(outcome: FileFix, settings: Settings) -> FileFix:

@@ -4,6 +4,8 @@ the command line, and properties over every fixture."""
 from __future__ import annotations
 
 import ast
+import codecs
+import json
 import os
 import stat
 from collections import Counter
@@ -173,6 +175,21 @@ def test_fixing_writes_through_a_symlink(tmp_path: Path) -> None:
     link.symlink_to(real)
     fix_file(link, "train.py", GL1, unsafe=False, write=True)
     assert link.is_symlink() and real.read_text() == FIXED
+
+
+def test_a_notebook_cell_is_fixed_in_place(tmp_path: Path) -> None:
+    cell = {"cell_type": "code", "execution_count": None, "metadata": {}, "outputs": [],
+            "source": TWO_PASSES.splitlines(keepends=True)}
+    notes = {"cell_type": "markdown", "metadata": {}, "source": ["# Training\n"]}
+    document = {"cells": [notes, cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
+    path = tmp_path / "train.ipynb"
+    path.write_bytes(codecs.BOM_UTF8 + json.dumps(document, indent=1).encode())
+    outcome = fix_file(path, "train.ipynb", GL1, unsafe=False, write=True)
+    assert outcome.error is None and sorted(d.code for d in outcome.fixed) == ["GL101", "GL102"]
+    data = path.read_bytes()
+    assert data.startswith(codecs.BOM_UTF8)
+    written = json.loads(data[len(codecs.BOM_UTF8):])
+    assert written["cells"][0] == notes and "".join(written["cells"][1]["source"]) == FIXED
 
 
 # -- the command line ------------------------------------------------------------------------
