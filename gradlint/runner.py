@@ -60,6 +60,37 @@ def display_path(path: Path) -> str:
         return path.as_posix()
 
 
+class _PathNames:
+    """:func:`display_path` for the many files of one run, resolving each folder once.
+
+    ``Path.resolve`` checks every component of every path; a file that is not a symlink
+    resolves to its folder's resolution plus its name, so folders are remembered (for this
+    run only: a later run sees a changed symlink). Plain ``os.path`` strings: pathlib's
+    objects cost more than the file system calls here.
+    """
+
+    def __init__(self) -> None:
+        self._cwd = os.path.realpath(os.getcwd())
+        self._prefix = self._cwd if self._cwd.endswith(os.sep) else self._cwd + os.sep
+        self._folders: dict[str, str] = {}
+
+    def __call__(self, path: Path) -> str:
+        text = os.fspath(path)
+        folder, name = os.path.split(text)
+        if name in ("", ".", "..") or os.path.islink(text):
+            real = os.path.realpath(text)
+        else:
+            resolved = self._folders.get(folder)
+            if resolved is None:
+                resolved = self._folders[folder] = os.path.realpath(folder or os.curdir)
+            real = os.path.join(resolved, name)
+        if real == self._cwd:
+            return "."
+        if real.startswith(self._prefix):
+            return Path(real[len(self._prefix):]).as_posix()
+        return path.as_posix()
+
+
 def lint_file(path: Path, settings: Settings) -> list[Diagnostic]:
     """Lint one file (a notebook cell by cell) from disk; an unreadable file is one GL000."""
     shown = display_path(path)
@@ -108,15 +139,17 @@ def run(paths: Sequence[Path], settings: Settings | Mapping[Path, Settings], *, 
     result = RunResult()
     found: list[list[Diagnostic]] = [[] for _ in paths]
     tasks: list[_Task] = []
+    shown_as = _PathNames()
     for index, path in enumerate(paths):
         own = settings if isinstance(settings, Settings) else settings[path]
-        shown = display_path(path)
+        shown = shown_as(path)
         try:
-            size = path.stat().st_size
-            if max_file_size and size > max_file_size:
-                result.skipped.append(Skipped(shown, size))
-                continue
-            data = path.read_bytes()
+            with open(path, "rb") as handle:
+                size = os.fstat(handle.fileno()).st_size
+                if max_file_size and size > max_file_size:
+                    result.skipped.append(Skipped(shown, size))
+                    continue
+                data = handle.read()
         except OSError as exc:
             found[index] = _io_error(shown, exc, own)
             result.files_checked += 1
