@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import re
 import sys
 import uuid
 from concurrent.futures import Future
@@ -239,7 +240,8 @@ async def test_diagnostics_follow_edits_and_are_never_published_for_a_stale_vers
     linted = [m.message for m in client.log_messages if m.message.startswith("linted train.py")]
     assert linted[0].startswith("linted train.py (version 1): 0 diagnostics in ")
     assert linted[-1].startswith("linted train.py (version 8): 0 diagnostics in ")
-    assert all(m.endswith(" ms") for m in linted)
+    assert all(re.fullmatch(r"linted train\.py \(version \d\): \d diagnostics in [0-9.]+ ms \(CPU [0-9.]+ ms\)", m)
+               for m in linted)
 
 
 async def _until(recorder: Recorder, uri: str, wanted) -> types.PublishDiagnosticsParams:
