@@ -1,0 +1,230 @@
+"""The fast path finds exactly what the full analysis finds.
+
+The fast path skips work: files without training words (the text filter), files that
+cannot form a training loop (no walk, no libcst), units without a step and a backward call
+(no libcst). ``full=True`` turns every shortcut off and parses every function and top-level
+statement with libcst. Both must report the same diagnostics, fixes included, on every
+fixture and on generated training code; the only difference allowed is the spec's: a file
+that fails the text filter is never reported as a syntax error (GL000).
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+
+from gradlint.engine import could_form_loop, lint_bytes, lint_source
+from gradlint.rules import CATALOGUE, SYNTAX_ERROR
+from gradlint.screen import might_hold_training_loop
+from gradlint.settings import Settings
+
+from conftest import FIXTURES
+
+EVERY_RULE = Settings(select=frozenset(CATALOGUE))
+FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*.py"))
+
+
+def _dicts(diagnostics: list) -> list[dict]:
+    return [d.to_dict() for d in diagnostics]
+
+
+def assert_same_as_full(source: str, path: str = "example.py") -> None:
+    """The fast path's diagnostics equal the full analysis's, fixes included."""
+    full = lint_source(source, path, EVERY_RULE, full=True)
+    if not might_hold_training_loop(source):
+        full = [d for d in full if d.code != SYNTAX_ERROR.code]
+    assert _dicts(lint_source(source, path, EVERY_RULE)) == _dicts(full)
+
+
+def test_there_are_fixtures_with_findings() -> None:
+    found = [p for p in FIXTURE_FILES if lint_bytes(p.read_bytes(), p.name, EVERY_RULE)]
+    assert len(FIXTURE_FILES) > 50 and len(found) > 30
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.relative_to(FIXTURES).as_posix())
+def test_fixture(path: Path) -> None:
+    data = path.read_bytes()
+    shown = path.relative_to(FIXTURES).as_posix()
+    full = lint_bytes(data, shown, EVERY_RULE, full=True)
+    if not might_hold_training_loop(data.decode("latin-1")):
+        full = [d for d in full if d.code != SYNTAX_ERROR.code]
+    assert _dicts(lint_bytes(data, shown, EVERY_RULE)) == _dicts(full)
+
+
+PREAMBLE = """\
+import torch
+from torch.autograd import backward as bw
+from accelerate import Accelerator
+
+accelerator = Accelerator(gradient_accumulation_steps=4)
+optimizer = torch.optim.AdamW(model.parameters())
+scheduler = torch.optim.lr_scheduler.LambdaLR(optimizer, lambda s: 1.0)
+scaler = torch.cuda.amp.GradScaler()
+"""
+
+SHORTCUT_CASES = {
+    "alias backward in a function": PREAMBLE + """
+def train(loader):
+    for i, batch in enumerate(loader):
+        loss = model(batch) / 4
+        bw(loss)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if (i + 1) % 4 == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    "backward imported in compatibility characters": """\
+import torch
+from torch.autograd import \uff42\uff41\uff43\uff4b\uff57\uff41\uff52\uff44 as bw
+optimizer = torch.optim.SGD(model.parameters(), lr=0.1)
+for i, batch in enumerate(loader):
+    bw(model(batch))
+    optimizer.step()
+    if (i + 1) % 4 == 0:
+        optimizer.zero_grad()
+""",
+    "training through a helper": PREAMBLE + """
+def train_step(batch):
+    loss = model(batch)
+    loss.backward()
+
+def fit(loader):
+    for i, batch in enumerate(loader):
+        train_step(batch)
+        scheduler.step()
+        if (i + 1) % 4 == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    "module-level loop": PREAMBLE + """
+for i, batch in enumerate(loader):
+    loss = model(batch)
+    loss.backward()
+    optimizer.step()
+    scheduler.step()
+    if (i + 1) % 8 == 0:
+        optimizer.zero_grad()
+""",
+    "step only (a scheduler)": "for epoch in range(3):\n    scheduler.step()\n",
+    "backward only in text": "# call loss.backward() yourself\nx = 1\n",
+    "syntax error with training words": "loss.backward(\nfor x in y:\n",
+    "syntax error without training words": "def f(:\n    pass\n",
+    "suppression without training words": "x = 1  # noqa: GL101\n",
+    "nested function, lambda and class": PREAMBLE + """
+def outer(loader):
+    def inner():
+        for batch in loader:
+            model(batch).backward()
+            optimizer.step()
+            scheduler.step()
+    closure = lambda: model(x).backward()
+    class Trainer:
+        def run(self):
+            for i, b in enumerate(loader):
+                self.model(b).backward()
+                if i % 4 == 0:
+                    self.optimizer.step()
+    return inner
+""",
+    "closure step": PREAMBLE + """
+def train(loader):
+    for batch in loader:
+        def closure():
+            optimizer.zero_grad()
+            loss = model(batch)
+            loss.backward()
+            return loss
+        optimizer.step(closure)
+""",
+}
+
+
+@pytest.mark.parametrize("source", SHORTCUT_CASES.values(), ids=SHORTCUT_CASES.keys())
+def test_shortcut_cases(source: str) -> None:
+    assert_same_as_full(source)
+
+
+def test_the_shortcuts_do_skip_work() -> None:
+    assert not could_form_loop("for epoch in range(3):\n    scheduler.step()\n")
+    assert could_form_loop(SHORTCUT_CASES["alias backward in a function"])
+    assert could_form_loop(SHORTCUT_CASES["backward imported in compatibility characters"])
+
+
+# Generated training code: loops, gates and calls in random order and nesting.
+CALLS = [
+    "loss = model(batch)", "loss = model(batch) / accum", "loss = loss / accum", "loss.backward()",
+    "scaler.scale(loss).backward()", "accelerator.backward(loss)", "bw(loss)", "self.manual_backward(loss)",
+    "optimizer.step()", "scaler.step(optimizer)", "scaler.update()", "optimizer.zero_grad()",
+    "model.zero_grad()", "scheduler.step()", "scaler.unscale_(optimizer)",
+    "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)", "accelerator.clip_grad_norm_(model.parameters(), 1.0)",
+    "global_step += 1", "log(global_step)", "train_step(batch)", "optimizer.step(closure)", "continue",
+]
+HEADERS = [
+    "for i, batch in enumerate(loader):", "for micro in range(accum):", "if (i + 1) % accum == 0:",
+    "if i % accum == 0:", "if accelerator.sync_gradients:", "with accelerator.accumulate(model):",
+    "while step < total:", "with model.no_sync():", "if (i + 1) % accum != 0:", "else:",
+]
+
+
+def _block(draw: st.DrawFn, depth: int, indent: str) -> list[str]:
+    lines: list[str] = []
+    for _ in range(draw(st.integers(1, 4))):
+        if depth < 3 and draw(st.booleans()):
+            header = draw(st.sampled_from(HEADERS))
+            if header == "else:" and not (lines and lines[-1].lstrip().startswith("if ")):
+                header = "if finished:"
+            lines.append(indent + header)
+            lines.extend(_block(draw, depth + 1, indent + "    "))
+        else:
+            lines.append(indent + draw(st.sampled_from(CALLS)))
+    return lines
+
+
+@st.composite
+def training_programs(draw: st.DrawFn) -> str:
+    parts = [PREAMBLE]
+    if draw(st.booleans()):
+        parts.append("def train_step(batch):\n" + "\n".join(_block(draw, 1, "    ")) + "\n")
+    where = draw(st.sampled_from(["function", "method", "module"]))
+    body = _block(draw, 0, "    " if where == "function" else "        " if where == "method" else "")
+    if where == "function":
+        parts.append("def train(loader, accum):\n" + "\n".join(body) + "\n")
+    elif where == "method":
+        parts.append("class Trainer:\n    def fit(self, loader, accum):\n" + "\n".join(body) + "\n")
+    else:
+        parts.append("\n".join(body) + "\n")
+    return "\n".join(parts)
+
+
+def _compiles(source: str) -> bool:
+    try:
+        compile(source, "example.py", "exec")
+    except SyntaxError:
+        return False
+    return True
+
+
+@hypothesis_settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(training_programs())
+def test_generated_training_code(source: str) -> None:
+    assert_same_as_full(source)
+
+
+def test_generated_code_holds_findings() -> None:
+    """The generator reaches the rules (else the property above proves little)."""
+    source = PREAMBLE + "\n".join([
+        "def train(loader, accum):",
+        "    for i, batch in enumerate(loader):",
+        "        loss = model(batch)",
+        "        loss.backward()",
+        "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)",
+        "        if (i + 1) % accum == 0:",
+        "            optimizer.step()",
+        "            optimizer.zero_grad()",
+    ]) + "\n"
+    assert _compiles(source)
+    codes = {d.code for d in lint_source(source, "example.py", EVERY_RULE)}
+    assert {"GL101", "GL201"} <= codes
+    assert_same_as_full(source)
