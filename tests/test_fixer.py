@@ -5,8 +5,10 @@ from __future__ import annotations
 
 import ast
 import codecs
+import difflib
 import json
 import os
+import shutil
 import stat
 from collections import Counter
 from pathlib import Path
@@ -334,3 +336,30 @@ def test_every_fixable_marker_is_fixed() -> None:
         unfixed += [f"{name}:{d.line} {d.code}" for d in remaining if d.code in {f.code for f in fixable}
                     and d.code != "GL202"]
     assert unfixed == []
+
+
+def test_cli_fix_all_fixtures_matches_the_diff(tmp_path: Path, monkeypatch) -> None:
+    """``--fix --unsafe-fixes`` over every fixture (notebooks too) leaves no finding of a
+    fixable rule, and ``--diff`` showed exactly the change ``--fix`` wrote."""
+    tree = tmp_path / "fixtures"
+    shutil.copytree(FIXTURES, tree)
+    monkeypatch.chdir(tree)
+    files = [p for p in sorted(Path(".").rglob("*")) if p.suffix in (".py", ".ipynb")]
+    before = {p: p.read_text(encoding="utf-8") for p in files}
+    shown = gradlint("check", "--diff", "--unsafe-fixes", ".")
+    assert shown.exit_code == 1
+    assert {p: p.read_text(encoding="utf-8") for p in before} == before
+    fixed = gradlint("check", "--fix", "--unsafe-fixes", "--format", "concise", ".")
+    expected = []
+    for path, text in before.items():
+        after = path.read_text(encoding="utf-8")
+        if after != text:
+            name = path.as_posix()
+            diff = "".join(difflib.unified_diff(text.splitlines(True), after.splitlines(True), name, name))
+            expected.append(diff.removesuffix("\n"))
+    # one block per file, a blank line after each (hunk lines are never empty)
+    assert expected and sorted(shown.stdout.split("\n\n")) == sorted([*expected, ""])
+    assert "fixed" in fixed.stdout.splitlines()[-1]
+    fixable = ",".join(code for code, info in CATALOGUE.items() if info.fix)
+    clean = gradlint("check", "--format", "concise", "--select", fixable, ".")
+    assert (clean.exit_code, clean.stdout.splitlines()[-1]) == (0, f"All checks passed! ({len(before)} files checked)")
