@@ -6,7 +6,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gradlint.model.collect import Collector
-from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role
+from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role, TrainingLoop
 from gradlint.model.gates import GateTest, read_gate
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
@@ -57,18 +57,29 @@ def _ends_with_continue(block: cst.BaseSuite) -> bool:
 
 def _qualifies(gate: Gate, events: list[Event], accelerate: bool, test: GateTest) -> bool:
     """Whether an ``if`` separates the update boundary from micro-batches whose gradients
-    it consumes. It must step on gradients accumulated outside it (a gate that runs its own
-    zero_grad/backward/step is a self-contained, conditional update: TD3's delayed actor),
-    or be the only place that zeroes them; with a flag test (``sync_gradients``) or under
-    Accelerate any boundary work counts. A periodic log, eval or LR tweak is no gate."""
-    inside = [e for e in events if e.role in UPDATE_ROLES | {Role.COUNTER} and _in_branch(e, gate)]
-    backward_inside = any(e.role is Role.BACKWARD and _in_branch(e, gate) for e in events)
-    if any(e.role is Role.STEP and not e.closure for e in inside):
-        return not backward_inside
-    if any(e.role is Role.ZERO_GRAD for e in inside):
-        return not any(e.role is Role.ZERO_GRAD and not _in_branch(e, gate) for e in events)
+    it consumes. It must step on gradients accumulated outside it (a gate that zeroes,
+    runs its own backward and steps is a self-contained, conditional update: TD3's delayed
+    actor), or be the only place that zeroes them on its path; with a flag test
+    (``sync_gradients``) or under Accelerate any boundary work counts. A periodic log, eval
+    or LR tweak is no gate."""
+    inside = [e for e in events if _in_branch(e, gate)]
+    work = [e for e in inside if e.role in UPDATE_ROLES | {Role.COUNTER}]
+    if any(e.role is Role.STEP and not e.closure for e in work):
+        return not _self_contained(inside)
+    zeros = [e for e in work if e.role is Role.ZERO_GRAD]
+    if zeros:
+        return not any(
+            e.role is Role.ZERO_GRAD and not _in_branch(e, gate) and not TrainingLoop.exclusive(e, zeros[0])
+            for e in events
+        )
     flag_test = test.modulus is None and test.count_bound is None
-    return bool(inside) and (accelerate or flag_test)
+    return bool(work) and (accelerate or flag_test)
+
+
+def _self_contained(inside: list[Event]) -> bool:
+    """A branch that zeroes gradients and then computes fresh ones before stepping."""
+    zeros = [e for e in inside if e.role is Role.ZERO_GRAD]
+    return any(z.order < b.order for z in zeros for b in inside if b.role is Role.BACKWARD)
 
 
 def _in_branch(event: Event, gate: Gate) -> bool:
@@ -91,7 +102,7 @@ def zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Even
     counter = gate.counter
     if counter is None or gate.offset_one:
         return False
-    if isinstance(root, cst.For) and loop_index(root) == counter:
+    if isinstance(root, cst.For) and loop_index(unit, root) == counter:
         return True
     if isinstance(root, cst.FunctionDef):
         params = {p.name.value for p in root.params.params}
@@ -102,10 +113,10 @@ def zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Even
     return bool(increments and gated) and all(e.order > min(gated) for e in increments)
 
 
-def loop_index(loop: cst.For, any_start: bool = False) -> str | None:
+def loop_index(unit: UnitModel, loop: cst.For, any_start: bool = False) -> str | None:
     """The 0-based index a ``for`` binds: ``i`` in ``for i, b in enumerate(x)`` or ``for i in range(n)``
     (with ``any_start``, also ``enumerate(x, start=1)``)."""
-    source = loop.iter
+    source = iterable_of(unit, loop)
     if not isinstance(source, cst.Call):
         return None
     func = dotted(source.func)
@@ -119,3 +130,15 @@ def loop_index(loop: cst.For, any_start: bool = False) -> str | None:
     if func == "range" and len(source.args) == 1:
         return dotted(loop.target)
     return None
+
+
+def iterable_of(unit: UnitModel, loop: cst.For) -> cst.BaseExpression:
+    """What a ``for`` iterates, through ``tqdm``-style wrappers and a variable assigned once
+    (``pbar = tqdm(enumerate(loader)); for i, batch in pbar:``)."""
+    source = loop.iter
+    name = dotted(source)
+    if name is not None:
+        source = unit.single_value(name) or source
+    while isinstance(source, cst.Call) and dotted(source.func) in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm") and source.args:
+        source = source.args[0].value
+    return source

@@ -5,8 +5,9 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gradlint.model.boundary import after_guard, find_gates, loop_index, zero_based
+from gradlint.model.boundary import after_guard, find_gates, iterable_of, loop_index, zero_based
 from gradlint.model.collect import Collector, Resolver
+from gradlint.model.gates import is_final_condition
 from gradlint.model.events import Event, Gate, Place, Shape, TrainingLoop
 from gradlint.model.scopes import find_scopes
 from gradlint.model.syntax import dotted, names_in
@@ -54,7 +55,7 @@ def _place(
     for gate in gates:
         gate.zero_based = zero_based(unit, gate, root, events)
         gate.restarts_each_epoch = gate.count_bound is not None or (
-            isinstance(root, cst.For) and gate.counter is not None and loop_index(root, any_start=True) == gate.counter
+            isinstance(root, cst.For) and gate.counter is not None and loop_index(unit, root, any_start=True) == gate.counter
         )
     gate_nodes = [g.node for g in gates]
     cadence = set(collector.reported)
@@ -64,6 +65,8 @@ def _place(
     loop = TrainingLoop(root=root, unit=unit, shape=shape, events=events, gates=gates,
                         micro_loops=micro, accumulate_blocks=accumulate,
                         iterates_loader=_iterates_loader(unit, root), cadence_names=frozenset(cadence),
+                        tail_guarded=_tail_guarded(collector, root, gate_nodes),
+                        per_epoch=_per_epoch(unit, root, events),
                         callees=frozenset(name for name, chain in collector.callees if any(a is root for a in chain)))
     loop.factor = _factor(unit, loop)
     return loop
@@ -84,6 +87,31 @@ def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:
     return False
 
 
+def _per_epoch(unit: UnitModel, root: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether the loop is one epoch of several: nested in another loop, or the body of a
+    ``train_one_epoch``-style function."""
+    if "epoch" in unit.unit.name.lower():
+        return True
+    for event in events:
+        chain = event.ancestors[: next(i for i, a in enumerate(event.ancestors) if a is root)]
+        return any(isinstance(a, (cst.For, cst.While)) for a in chain)
+    return False
+
+
+def _tail_guarded(collector: Collector, root: cst.CSTNode, gate_nodes: list[cst.If]) -> bool:
+    """An ``if <past the last full window>: continue`` (or ``break``) that skips the epoch's
+    tail before its forward pass: no window is ever short (ConvNeXt's
+    ``if step >= num_training_steps_per_epoch: continue``)."""
+    for node, ancestors, owner in collector.ifs:
+        if any(node is g for g in gate_nodes) or not any(a is root for a in ancestors):
+            continue
+        last = node.body.body[-1] if node.body.body else None
+        leaves = isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Continue, cst.Break))
+        if leaves and is_final_condition(node.test, owner.code):
+            return True
+    return False
+
+
 def _iterates_loader(unit: UnitModel, root: cst.CSTNode) -> bool:
     """A ``for`` over a finite data loader (not ``range``/``count``), or a ``while`` that
     drains one (``while i < len(loader)``, ``next(it)`` until ``StopIteration``)."""
@@ -91,8 +119,8 @@ def _iterates_loader(unit: UnitModel, root: cst.CSTNode) -> bool:
         return "len(" in unit.code(root.test) or "StopIteration" in unit.code(root.body)
     if not isinstance(root, cst.For):
         return False
-    source = root.iter
-    while isinstance(source, cst.Call) and dotted(source.func) in ("enumerate", "tqdm", "tqdm.tqdm", "zip"):
+    source = iterable_of(unit, root)
+    while isinstance(source, cst.Call) and dotted(source.func) in ("enumerate", "zip"):
         if not source.args:
             return False
         source = source.args[0].value

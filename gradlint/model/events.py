@@ -117,6 +117,8 @@ class TrainingLoop:
     accumulate_blocks: list[cst.With] = field(default_factory=list)
     factor: cst.BaseExpression | None = None
     iterates_loader: bool = False  # a `for` over a finite data loader
+    tail_guarded: bool = False  # the epoch's tail is skipped before its forward pass
+    per_epoch: bool = False  # one epoch of several: nested in an epoch loop or an *epoch* function
     callees: frozenset[str] = frozenset()  # last names of every call inside the loop
     cadence_names: frozenset[str] = frozenset()  # read by if-tests or logging/eval/save calls
 

@@ -19,7 +19,8 @@ from gradlint.model.unit import UnitModel
 from gradlint.names import Kind
 
 _PASS_THROUGH = frozenset({"mean", "sum", "float", "double", "half", "to", "squeeze", "contiguous", "clone", "cuda"})
-_SCALING_CALLS = frozenset({"div", "div_", "mul", "mul_", "true_divide", "multiply", "divide"})
+_DIVIDING_CALLS = frozenset({"div", "div_", "true_divide", "divide"})
+_MULTIPLYING_CALLS = frozenset({"mul", "mul_", "multiply"})
 _SCALING_WORDS = ("accum", "num_items", "micro", "n_acc", "acc_steps", "grad_acc")
 _MAX_DEPTH = 8
 
@@ -94,13 +95,22 @@ class _Tracer:
             self.trace(expr.left, line, depth + 1)
             return Scaling.SCALED
         if isinstance(op, cst.Multiply):
-            factor, loss = (expr.left, expr.right) if _reciprocal(expr.left) else (expr.right, expr.left)
-            self.divisors.append(_reciprocal(factor) or factor)
+            left_first = _down_scale(expr.left) is not None
+            factor, loss = (expr.left, expr.right) if left_first else (expr.right, expr.left)
             self.trace(loss, line, depth + 1)
-            return Scaling.SCALED
+            return self._multiplied(factor)
         if isinstance(op, (cst.Add, cst.Subtract)):
             return _combine([self.trace(expr.left, line, depth + 1), self.trace(expr.right, line, depth + 1)])
         return Scaling.UNKNOWN
+
+    def _multiplied(self, factor: cst.BaseExpression) -> Scaling:
+        """``loss * (1 / N)`` or ``loss * 0.25`` scale down; any other factor (a weight, a
+        loss scale, N itself to undo a framework's division) says nothing definite."""
+        divisor = _down_scale(factor)
+        if divisor is None:
+            return Scaling.UNKNOWN
+        self.divisors.append(divisor)
+        return Scaling.SCALED
 
     def _name(self, name: str, line: int, depth: int) -> Scaling:
         """Every assignment to ``name`` above ``line``; a self-reference on the right reads
@@ -109,9 +119,11 @@ class _Tracer:
         verdicts = []
         for at, value in found:
             if isinstance(value, cst.AugAssign):
-                if isinstance(value.operator, (cst.DivideAssign, cst.MultiplyAssign)):
+                if isinstance(value.operator, cst.DivideAssign):
                     self.divisors.append(value.value)
                     verdicts.append(Scaling.SCALED)
+                elif isinstance(value.operator, cst.MultiplyAssign):
+                    verdicts.append(self._multiplied(value.value))
                 else:
                     verdicts.append(self.trace(value.value, at - 1, depth + 1))
             elif isinstance(value, cst.BaseExpression):
@@ -124,10 +136,11 @@ class _Tracer:
         last = func.attr.value if isinstance(func, cst.Attribute) else callee.rsplit(".", 1)[-1]
         if last == "cast" and len(call.args) == 2:  # typing.cast(Tensor, loss)
             return self.trace(call.args[1].value, line, depth + 1)
-        if last in _SCALING_CALLS:
-            if call.args:
-                self.divisors.append(call.args[-1].value)
+        if last in _DIVIDING_CALLS and call.args:
+            self.divisors.append(call.args[-1].value)
             return Scaling.SCALED
+        if last in _MULTIPLYING_CALLS and call.args:
+            return self._multiplied(call.args[-1].value)
         if isinstance(func, cst.Attribute):
             if last == "scale" and self.unit.facts.kind_of(dotted(func.value)) is Kind.SCALER and call.args:
                 return self.trace(call.args[0].value, line, depth + 1)
@@ -142,11 +155,13 @@ class _Tracer:
         return Scaling.UNSCALED
 
 
-def _reciprocal(expr: cst.BaseExpression) -> cst.BaseExpression | None:
-    """``N`` for ``1 / N`` (or ``1.0 / N``), else None."""
+def _down_scale(expr: cst.BaseExpression) -> cst.BaseExpression | None:
+    """The divisor a multiplier stands for: ``N`` for ``1 / N``, the literal for ``0.25``."""
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
         if isinstance(expr.left, (cst.Integer, cst.Float)) and expr.left.evaluated_value == 1:
             return expr.right
+    if isinstance(expr, cst.Float) and 0 < expr.evaluated_value < 1:
+        return expr
     return None
 
 

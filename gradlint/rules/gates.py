@@ -17,6 +17,8 @@ class DroppedFinalWindow(Rule):
         gate = loop.primary_gate
         if gate is None or not loop.accumulating or not loop.iterates_loader or gate.final_branch:
             return
+        if loop.tail_guarded or not loop.per_epoch:
+            return  # a single pass (often over an endless stream) loses at most one tail
         if not gate.restarts_each_epoch:
             return  # a global counter over a possibly endless iterator: no epoch tail to lose
         if gate.modulus is None and gate.count_bound is None:

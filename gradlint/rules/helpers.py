@@ -37,3 +37,10 @@ def backward_before(loop: TrainingLoop, event: Event) -> Event | None:
     """The last backward call before ``event`` on the same path through the loop body."""
     found = [e for e in loop.of(Role.BACKWARD) if loop.flows(e, event)]
     return found[-1] if found else None
+
+
+def last_backwards(loop: TrainingLoop, event: Event) -> list[Event]:
+    """Each backward call that is the last one before ``event`` on some path through the
+    iteration (one per arm when ``if amp: scaled backward`` / ``else: backward``)."""
+    before = [b for b in loop.of(Role.BACKWARD) if loop.flows(b, event)]
+    return [b for b in before if not any(loop.flows(b, later) for later in before)]

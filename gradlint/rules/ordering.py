@@ -9,7 +9,7 @@ from gradlint.diagnostics import Applicability, Severity
 from gradlint.fixes import clip_before_step
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.rules.base import Finding, Rule, RuleInfo
-from gradlint.rules.helpers import backward_before, call_text
+from gradlint.rules.helpers import call_text, last_backwards
 
 
 def steps_between(loop: TrainingLoop, after: Event | None, before: Event) -> list[Event]:
@@ -35,11 +35,13 @@ class ClipAfterStep(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for clip in loop.of(Role.CLIP):
-            steps = steps_between(loop, backward_before(loop, clip), clip)
+            steps = [s for b in last_backwards(loop, clip) or [None] for s in steps_between(loop, b, clip)]
             if not steps:
                 continue
             horizon = next_backward_or_end(loop, clip)
-            if any(clip.order < e.order < horizon and not e.closure for e in loop.of(Role.STEP)):
+            stepped = {s.target for s in steps}
+            if any(clip.order < e.order < horizon and not e.closure and e.target not in stepped
+                   for e in loop.of(Role.STEP)):
                 continue  # another optimizer steps after the clip (GANs, several optimizers)
             step = call_text(loop, steps[-1])
             yield Finding(clip.span, f"{call_text(loop, clip)} runs after {step}: the update has already "

@@ -9,7 +9,7 @@ from gradlint.fixes import scheduler_after_step, unscale_before_clip, zero_grad_
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Finding, Rule, RuleInfo
-from gradlint.rules.helpers import backward_before, call_text, engine_loop
+from gradlint.rules.helpers import backward_before, call_text, engine_loop, last_backwards
 
 
 def _steps(loop: TrainingLoop) -> list[Event]:
@@ -38,16 +38,12 @@ class SchedulerBeforeOptimizer(Rule):
                               scheduler_after_step(loop, sched))
 
 
-def uses_scaler(loop: TrainingLoop, event: Event) -> bool:
-    """AMP: a GradScaler steps, unscales, updates or scales the loss on ``event``'s path."""
-    for other in loop.events:
-        if loop.exclusive(other, event):
-            continue
-        if other.kind is Kind.SCALER:
-            return True
-        if other.role is Role.BACKWARD and other.loss is not None and "scale(" in loop.unit.code(other.loss):
-            return True
-    return False
+def scaled_backward(loop: TrainingLoop, backward: Event) -> bool:
+    """AMP on this backward's path: its loss goes through ``scaler.scale(...)``, or a
+    GradScaler call runs on the same path."""
+    if backward.loss is not None and "scale(" in loop.unit.code(backward.loss):
+        return True
+    return any(e.kind is Kind.SCALER and not loop.exclusive(e, backward) for e in loop.events)
 
 
 class ClipBeforeUnscale(Rule):
@@ -58,16 +54,19 @@ class ClipBeforeUnscale(Rule):
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         if engine_loop(loop):
             return
+        unscaling = [e for e in loop.of(Role.UNSCALE, Role.STEP) if e.role is Role.UNSCALE or e.kind is Kind.SCALER]
         for clip in loop.of(Role.CLIP):
-            if clip.framework != "torch" or not uses_scaler(loop, clip):
+            if clip.framework != "torch":
                 continue  # accelerator / fabric / Lightning clipping unscales first
-            backward = backward_before(loop, clip)
-            if any(loop.flows(u, clip) and (backward is None or loop.flows(backward, u))
-                   for u in loop.of(Role.UNSCALE)):
-                continue
-            yield Finding(clip.span, f"{call_text(loop, clip)} clips gradients that the GradScaler still "
-                          "multiplies by the loss scale, so the threshold means nothing; call "
-                          "scaler.unscale_(optimizer) first, in the same update", unscale_before_clip(loop, clip))
+            for backward in last_backwards(loop, clip):
+                if not scaled_backward(loop, backward):
+                    continue
+                if any(loop.flows(backward, u) and loop.flows(u, clip) for u in unscaling):
+                    continue  # unscale_(), or scaler.step() which unscales (a clip after it is GL301's)
+                yield Finding(clip.span, f"{call_text(loop, clip)} clips gradients that the GradScaler still "
+                              "multiplies by the loss scale, so the threshold means nothing; call "
+                              "scaler.unscale_(optimizer) first, in the same update", unscale_before_clip(loop, clip))
+                break
 
 
 class MissingZeroGrad(Rule):
