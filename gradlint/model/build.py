@@ -8,7 +8,7 @@ import libcst as cst
 from gradlint.model.boundary import after_guard, find_gates, iterable_of, loop_index, zero_based
 from gradlint.model.collect import Collector, Resolver
 from gradlint.model.gates import is_final_condition
-from gradlint.model.events import Event, Gate, Place, Shape, TrainingLoop
+from gradlint.model.events import Event, Gate, Place, Role, Shape, TrainingLoop
 from gradlint.model.scopes import find_scopes
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
@@ -99,12 +99,15 @@ def _per_epoch(unit: UnitModel, root: cst.CSTNode, events: list[Event]) -> bool:
 
 
 def _tail_guarded(collector: Collector, root: cst.CSTNode, gate_nodes: list[cst.If]) -> bool:
-    """An ``if <past the last full window>: continue`` (or ``break``) that skips the epoch's
-    tail before its forward pass: no window is ever short (ConvNeXt's
+    """An ``if <past the last full window>: continue`` (or ``break``) before the backward
+    that skips the epoch's tail: no window is ever short (ConvNeXt's
     ``if step >= num_training_steps_per_epoch: continue``)."""
+    backward_lines = [e.span.line for e in collector.events if e.role is Role.BACKWARD and e.inside(root)]
     for node, ancestors, owner in collector.ifs:
         if any(node is g for g in gate_nodes) or not any(a is root for a in ancestors):
             continue
+        if not backward_lines or owner.span(node).line > min(backward_lines):
+            continue  # a guard after the backward (`if step == max_steps: break`) skips nothing
         last = node.body.body[-1] if node.body.body else None
         leaves = isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Continue, cst.Break))
         if leaves and is_final_condition(node.test, owner.code):
