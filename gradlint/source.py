@@ -34,6 +34,13 @@ def decode(data: bytes) -> DecodedSource:
     try:
         encoding, _ = tokenize.detect_encoding(io.BytesIO(data).readline)
     except SyntaxError as exc:
+        if "encoding declaration" not in exc.msg:
+            raise SourceError(f"cannot decode source: {exc.msg}") from None
+        try:
+            data.decode("utf-8")
+        except UnicodeDecodeError as bad:
+            line, column = _position(data, bad.start)
+            raise SourceError("source is not valid utf-8 text and declares no other encoding", line, column) from None
         raise SourceError(f"cannot decode source: {exc.msg}") from None
     bom = encoding == "utf-8-sig"
     try:
