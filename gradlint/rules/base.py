@@ -4,10 +4,12 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import TYPE_CHECKING, ClassVar
 
 from gradlint.diagnostics import Applicability, Fix, Severity, Span
-from gradlint.model.events import TrainingLoop
+
+if TYPE_CHECKING:  # the loop model needs libcst; the catalogue (RuleInfo) must load without it
+    from gradlint.model.events import TrainingLoop
 
 
 @dataclass(frozen=True)

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
-from gradlint.diagnostics import Severity
 from gradlint.model.events import Role, TrainingLoop
-from gradlint.rules.base import Finding, Rule, RuleInfo
+from gradlint.rules.base import Finding, Rule
+from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import per_micro_batch
 
 _STEP_COUNTER = re.compile(r"step|update|iter|^it$|^itr$", re.I)
@@ -15,8 +15,7 @@ _MICRO_COUNTER = re.compile(r"micro|accum|batch|sample|token|seen", re.I)
 
 
 class CounterPerMicroBatch(Rule):
-    info = RuleInfo("GL105", "counter-per-micro-batch", Severity.WARNING,
-                    "A step counter advances per micro-batch and then drives eval, checkpoint, logging or LR cadence.")
+    info = CATALOGUE["GL105"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         gate_counters = {g.counter for g in loop.gates}

@@ -4,14 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gradlint.diagnostics import Severity
 from gradlint.model.events import TrainingLoop
-from gradlint.rules.base import Finding, Rule, RuleInfo
+from gradlint.rules.base import Finding, Rule
+from gradlint.rules.catalogue import CATALOGUE
 
 
 class DroppedFinalWindow(Rule):
-    info = RuleInfo("GL401", "dropped-final-window", Severity.WARNING,
-                    "A counted gate has no final-window branch: the epoch's tail micro-batches are lost or leak.")
+    info = CATALOGUE["GL401"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         gate = loop.primary_gate
@@ -29,8 +28,7 @@ class DroppedFinalWindow(Rule):
 
 
 class OffByOneGate(Rule):
-    info = RuleInfo("GL403", "off-by-one-gate", Severity.WARNING,
-                    "A 0-based counter gated with `% N == 0` steps after the first micro-batch.")
+    info = CATALOGUE["GL403"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         gate = loop.primary_gate

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
-from gradlint.diagnostics import Applicability, Severity
 from gradlint.fixes import clip_before_step
 from gradlint.model.events import Event, Role, TrainingLoop
-from gradlint.rules.base import Finding, Rule, RuleInfo
+from gradlint.rules.base import Finding, Rule
+from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import call_text, last_backwards
 
 
@@ -29,9 +29,7 @@ def next_backward_or_end(loop: TrainingLoop, event: Event) -> int:
 
 
 class ClipAfterStep(Rule):
-    info = RuleInfo("GL301", "clip-after-step", Severity.ERROR,
-                    "Gradients are clipped after the optimizer step of the same update.",
-                    fix=Applicability.SAFE)
+    info = CATALOGUE["GL301"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for clip in loop.of(Role.CLIP):

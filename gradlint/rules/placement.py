@@ -4,17 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gradlint.diagnostics import Applicability, Severity
 from gradlint.fixes import clip_to_boundary, scheduler_to_boundary, step_to_boundary, zero_grad_to_boundary
 from gradlint.model.events import Role, TrainingLoop
-from gradlint.rules.base import Finding, Rule, RuleInfo
+from gradlint.rules.base import Finding, Rule
+from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import call_text, per_micro_batch, step_text
 
 
 class ClipPerMicroBatch(Rule):
-    info = RuleInfo("GL101", "clip-per-micro-batch", Severity.ERROR,
-                    "Gradient clipping runs on every micro-batch of an accumulation window.",
-                    fix=Applicability.SAFE)
+    info = CATALOGUE["GL101"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.CLIP):
@@ -26,9 +24,7 @@ class ClipPerMicroBatch(Rule):
 
 
 class StepPerMicroBatch(Rule):
-    info = RuleInfo("GL102", "step-per-micro-batch", Severity.ERROR,
-                    "The optimizer steps on every micro-batch, turning accumulation into N small updates.",
-                    fix=Applicability.SAFE)
+    info = CATALOGUE["GL102"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.STEP):
@@ -40,9 +36,7 @@ class StepPerMicroBatch(Rule):
 
 
 class ZeroGradPerMicroBatch(Rule):
-    info = RuleInfo("GL103", "zero-grad-per-micro-batch", Severity.ERROR,
-                    "Gradients are zeroed between backward calls of one window, keeping only the last micro-batch.",
-                    fix=Applicability.UNSAFE)
+    info = CATALOGUE["GL103"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.ZERO_GRAD):
@@ -54,9 +48,7 @@ class ZeroGradPerMicroBatch(Rule):
 
 
 class SchedulerPerMicroBatch(Rule):
-    info = RuleInfo("GL104", "scheduler-per-micro-batch", Severity.ERROR,
-                    "The LR scheduler advances on every micro-batch, running warmup and decay N times too fast.",
-                    fix=Applicability.UNSAFE)
+    info = CATALOGUE["GL104"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.SCHEDULER_STEP):

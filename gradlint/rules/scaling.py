@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gradlint.diagnostics import Applicability, Severity
 from gradlint.fixes import divide_loss
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
 from gradlint.model.loss import Scaling, trace_loss
-from gradlint.rules.base import Finding, Rule, RuleInfo
+from gradlint.rules.base import Finding, Rule
+from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import per_micro_batch
 
 
@@ -21,9 +21,7 @@ def framework_divides(loop: TrainingLoop, event: Event) -> bool:
 
 
 class MissingAccumulationScaling(Rule):
-    info = RuleInfo("GL201", "missing-accumulation-scaling", Severity.ERROR,
-                    "The loss of an accumulation window is not divided by N (gradient and effective LR scaled by N).",
-                    fix=Applicability.UNSAFE)
+    info = CATALOGUE["GL201"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         factor = loop.factor_code()

@@ -4,16 +4,15 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gradlint.diagnostics import Severity
 from gradlint.model.events import Role, TrainingLoop
 from gradlint.names import Kind
-from gradlint.rules.base import Finding, Rule, RuleInfo
+from gradlint.rules.base import Finding, Rule
+from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import per_micro_batch
 
 
 class UnsyncedAccumulation(Rule):
-    info = RuleInfo("GL402", "unsynced-accumulation", Severity.WARNING,
-                    "DDP accumulation without no_sync(): an all-reduce on every micro-batch.")
+    info = CATALOGUE["GL402"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         if Kind.DDP_MODEL not in loop.unit.facts.bindings.values() or loop.sync_controlled:

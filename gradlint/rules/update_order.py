@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-from gradlint.diagnostics import Applicability, Severity
 from gradlint.fixes import scheduler_after_step, unscale_before_clip, zero_grad_after_step
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
 from gradlint.names import Kind
-from gradlint.rules.base import Finding, Rule, RuleInfo
+from gradlint.rules.base import Finding, Rule
+from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import backward_before, call_text, engine_loop, last_backwards
 
 
@@ -21,9 +21,7 @@ def _backward_between(loop: TrainingLoop, first: Event, second: Event) -> bool:
 
 
 class SchedulerBeforeOptimizer(Rule):
-    info = RuleInfo("GL302", "scheduler-before-optimizer", Severity.WARNING,
-                    "The LR scheduler is advanced before the optimizer step of the same update.",
-                    fix=Applicability.SAFE)
+    info = CATALOGUE["GL302"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for sched in loop.of(Role.SCHEDULER_STEP):
@@ -47,9 +45,7 @@ def scaled_backward(loop: TrainingLoop, backward: Event) -> bool:
 
 
 class ClipBeforeUnscale(Rule):
-    info = RuleInfo("GL303", "clip-before-unscale", Severity.ERROR,
-                    "Under a GradScaler, gradients are clipped while still scaled (no unscale_ before the clip).",
-                    fix=Applicability.SAFE)
+    info = CATALOGUE["GL303"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         if engine_loop(loop):
@@ -70,8 +66,7 @@ class ClipBeforeUnscale(Rule):
 
 
 class MissingZeroGrad(Rule):
-    info = RuleInfo("GL304", "missing-zero-grad", Severity.ERROR,
-                    "A loop runs backward and step but never zeroes gradients, so they accumulate forever.")
+    info = CATALOGUE["GL304"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         steps = _steps(loop)
@@ -88,9 +83,7 @@ class MissingZeroGrad(Rule):
 
 
 class ZeroGradBeforeStep(Rule):
-    info = RuleInfo("GL305", "zero-grad-before-step", Severity.ERROR,
-                    "zero_grad runs between the last backward and the step of the same update.",
-                    fix=Applicability.UNSAFE)
+    info = CATALOGUE["GL305"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         if engine_loop(loop):

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
-from gradlint.diagnostics import Applicability, Severity
 from gradlint.fixes import remove_division
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.model.loss import LossTrace, Scaling, trace_loss
-from gradlint.rules.base import Finding, Rule, RuleInfo
+from gradlint.rules.base import Finding, Rule
+from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import per_micro_batch
 from gradlint.rules.scaling import framework_divides
 
@@ -39,8 +39,7 @@ def _scaled_traces(loop: TrainingLoop) -> Iterator[tuple[Event, LossTrace]]:
 
 
 class FixedDivisorPartialWindow(Rule):
-    info = RuleInfo("GL202", "fixed-divisor-partial-window", Severity.WARNING,
-                    "The loss is divided by a fixed N while the loop also steps on a shorter final window.")
+    info = CATALOGUE["GL202"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         gate = loop.primary_gate
@@ -56,8 +55,7 @@ class FixedDivisorPartialWindow(Rule):
 
 
 class MeanOfMeans(Rule):
-    info = RuleInfo("GL203", "mean-of-means", Severity.WARNING,
-                    "Per-token mean losses of micro-batches with unequal valid counts are averaged with equal weight.")
+    info = CATALOGUE["GL203"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event, trace in _scaled_traces(loop):
@@ -88,9 +86,7 @@ def _token_mean(loop: TrainingLoop, trace: LossTrace) -> bool:
 
 
 class DoubleAccumulationScaling(Rule):
-    info = RuleInfo("GL204", "double-accumulation-scaling", Severity.ERROR,
-                    "A manual 1/N where the framework already divides the loss by N.",
-                    fix=Applicability.UNSAFE)
+    info = CATALOGUE["GL204"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in loop.of(Role.BACKWARD):

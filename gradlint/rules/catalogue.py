@@ -1,0 +1,71 @@
+"""The rule catalogue: code, name, severity, summary, fix and default of every rule.
+
+Apart from the rules' code (which needs libcst), so that settings, reports and a run
+answered from the cache load without it. Each rule class takes its ``info`` from here
+(tests/test_light_imports.py checks that every catalogued rule has exactly one class).
+"""
+
+from __future__ import annotations
+
+from gradlint.diagnostics import Applicability, Severity
+from gradlint.rules.base import RuleInfo
+
+SYNTAX_ERROR = RuleInfo("GL000", "syntax-error", Severity.ERROR,
+                        "The file holds training-loop text but cannot be read or parsed.")
+UNUSED_SUPPRESSION = RuleInfo("GL900", "unused-suppression", Severity.WARNING,
+                              "A suppression comment that suppresses nothing.", default=False)
+
+RULE_INFOS: tuple[RuleInfo, ...] = (
+    RuleInfo("GL101", "clip-per-micro-batch", Severity.ERROR,
+             "Gradient clipping runs on every micro-batch of an accumulation window.",
+             fix=Applicability.SAFE),
+    RuleInfo("GL102", "step-per-micro-batch", Severity.ERROR,
+             "The optimizer steps on every micro-batch, turning accumulation into N small updates.",
+             fix=Applicability.SAFE),
+    RuleInfo("GL103", "zero-grad-per-micro-batch", Severity.ERROR,
+             "Gradients are zeroed between backward calls of one window, keeping only the last micro-batch.",
+             fix=Applicability.UNSAFE),
+    RuleInfo("GL104", "scheduler-per-micro-batch", Severity.ERROR,
+             "The LR scheduler advances on every micro-batch, running warmup and decay N times too fast.",
+             fix=Applicability.UNSAFE),
+    RuleInfo("GL105", "counter-per-micro-batch", Severity.WARNING,
+             "A step counter advances per micro-batch and then drives eval, checkpoint, logging or LR cadence."),
+    RuleInfo("GL201", "missing-accumulation-scaling", Severity.ERROR,
+             "The loss of an accumulation window is not divided by N (gradient and effective LR scaled by N).",
+             fix=Applicability.UNSAFE),
+    RuleInfo("GL202", "fixed-divisor-partial-window", Severity.WARNING,
+             "The loss is divided by a fixed N while the loop also steps on a shorter final window."),
+    RuleInfo("GL203", "mean-of-means", Severity.WARNING,
+             "Per-token mean losses of micro-batches with unequal valid counts are averaged with equal weight."),
+    RuleInfo("GL204", "double-accumulation-scaling", Severity.ERROR,
+             "A manual 1/N where the framework already divides the loss by N.",
+             fix=Applicability.UNSAFE),
+    RuleInfo("GL301", "clip-after-step", Severity.ERROR,
+             "Gradients are clipped after the optimizer step of the same update.",
+             fix=Applicability.SAFE),
+    RuleInfo("GL302", "scheduler-before-optimizer", Severity.WARNING,
+             "The LR scheduler is advanced before the optimizer step of the same update.",
+             fix=Applicability.SAFE),
+    RuleInfo("GL303", "clip-before-unscale", Severity.ERROR,
+             "Under a GradScaler, gradients are clipped while still scaled (no unscale_ before the clip).",
+             fix=Applicability.SAFE),
+    RuleInfo("GL304", "missing-zero-grad", Severity.ERROR,
+             "A loop runs backward and step but never zeroes gradients, so they accumulate forever."),
+    RuleInfo("GL305", "zero-grad-before-step", Severity.ERROR,
+             "zero_grad runs between the last backward and the step of the same update.",
+             fix=Applicability.UNSAFE),
+    RuleInfo("GL401", "dropped-final-window", Severity.WARNING,
+             "A counted gate has no final-window branch: the epoch's tail micro-batches are lost or leak."),
+    RuleInfo("GL402", "unsynced-accumulation", Severity.WARNING,
+             "DDP accumulation without no_sync(): an all-reduce on every micro-batch."),
+    RuleInfo("GL403", "off-by-one-gate", Severity.WARNING,
+             "A 0-based counter gated with `% N == 0` steps after the first micro-batch."),
+)
+"""The rules that check training loops, in code order."""
+
+CATALOGUE: dict[str, RuleInfo] = {
+    SYNTAX_ERROR.code: SYNTAX_ERROR,
+    **{info.code: info for info in RULE_INFOS},
+    UNUSED_SUPPRESSION.code: UNUSED_SUPPRESSION,
+}
+"""Every code gradlint reports, GL000 first and GL900 last."""
