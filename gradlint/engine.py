@@ -18,7 +18,7 @@ from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import UnitLibrary
 from gradlint.rules import RULES, SYNTAX_ERROR, UNUSED_SUPPRESSION
-from gradlint.screen import ModuleFacts, Unit, might_hold_training_loop, might_hold_training_loop_bytes, screen
+from gradlint.screen import NATIVE_SCALER, ModuleFacts, Unit, might_hold_training_loop, might_hold_training_loop_bytes, screen
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode
 from gradlint.suppression import apply_suppressions, might_hold_suppression
@@ -122,6 +122,8 @@ def could_form_loop(text: str) -> bool:
     ``.manual_backward`` or a name imported as ``torch.autograd.backward``, whose import may
     spell ``backward`` with compatibility characters that Python's parser normalises (NFKC).
     """
+    if NATIVE_SCALER in text:
+        return True  # backward and step in one call
     if "step" not in text:
         return False
     return "backward" in text or (not text.isascii() and "backward" in unicodedata.normalize("NFKC", text))
@@ -136,6 +138,8 @@ def _unit_could_form_loop(lines: list[str], unit: Unit, backward_names: frozense
     """:func:`could_form_loop` for one unit's own lines: ``step`` and a backward call spelled
     ``backward`` or through a local alias (libcst reads names as written)."""
     body = "".join(lines[unit.start_line - 1 : unit.end_line])
+    if NATIVE_SCALER in body:
+        return True
     if "step" not in body:
         return False
     return "backward" in body or any(name in body for name in backward_names)

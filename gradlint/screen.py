@@ -13,11 +13,13 @@ from dataclasses import dataclass, field
 from gradlint.names import Kind, build_alias_table, constructor_kind, kind_by_name, resolve
 
 _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step"})
+NATIVE_SCALER = "loss_scaler("  # timm / MAE / DeiT: `loss_scaler(loss, optimizer, update_grad=...)`
 
 
 def might_hold_training_loop(text: str) -> bool:
-    """A file with no ``backward`` and no ``.step(`` cannot hold a training loop."""
-    return "backward" in text or ".step(" in text
+    """A file with no ``backward``, no ``.step(`` and no ``loss_scaler(`` (timm's fused
+    backward-and-step) cannot hold a training loop."""
+    return "backward" in text or ".step(" in text or NATIVE_SCALER in text
 
 
 def might_hold_training_loop_bytes(data: bytes) -> bool:
@@ -26,7 +28,7 @@ def might_hold_training_loop_bytes(data: bytes) -> bool:
     The same answer as on ``data.decode("latin-1")`` (which maps each byte to one character),
     so the runner and the cache can drop most files before decoding or hashing them.
     """
-    return b"backward" in data or b".step(" in data
+    return b"backward" in data or b".step(" in data or NATIVE_SCALER.encode() in data
 
 
 @dataclass(frozen=True)
@@ -114,8 +116,8 @@ def _is_training_call(node: ast.AST) -> bool:
         return False
     func = node.func
     if isinstance(func, ast.Attribute):
-        return func.attr in _TRAINING_ATTRS
-    return isinstance(func, ast.Name) and func.id in ("backward", "manual_backward")
+        return func.attr in _TRAINING_ATTRS or func.attr == "loss_scaler"
+    return isinstance(func, ast.Name) and func.id in ("backward", "manual_backward", "loss_scaler")
 
 
 class _Collector(ast.NodeVisitor):

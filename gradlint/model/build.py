@@ -7,7 +7,7 @@ import libcst as cst
 
 from gradlint.model.boundary import after_guard, find_gates, iterable_of, loop_index, zero_based
 from gradlint.model.collect import Collector, Resolver
-from gradlint.model.gates import is_final_condition
+from gradlint.model.gates import is_final_condition, read_gate
 from gradlint.model.events import Event, Gate, Place, Role, Shape, TrainingLoop
 from gradlint.model.scopes import find_scopes
 from gradlint.model.syntax import dotted, names_in
@@ -49,8 +49,10 @@ def _place(
     else:
         shape = Shape.PLAIN
     sync_blocks = [w for w, owner in collector.withs if _is_sync_context(owner, w)]
+    stepping = {id(e) for e in events if _keyword_gated(e, collector)}
     for event in events:
-        event.place = _place_of(event, shape, gates, micro)
+        event.place = Place.BOUNDARY if id(event) in stepping and shape is not Shape.PLAIN else (
+            _place_of(event, shape, gates, micro))
         event.no_sync = any(event.inside(w) for w in sync_blocks)
     for gate in gates:
         gate.zero_based = zero_based(unit, gate, root, events)
@@ -130,6 +132,15 @@ def _iterates_loader(unit: UnitModel, root: cst.CSTNode) -> bool:
     if isinstance(source, cst.Call):
         return dotted(source.func) not in _UNBOUNDED
     return True
+
+
+def _keyword_gated(event: Event, collector: Collector) -> bool:
+    """A fused call that steps only when its keyword test (``update_grad=(i + 1) % N == 0``)
+    reads as an update gate."""
+    if event.gated_by is None or event.unit is None:
+        return False
+    test = read_gate(event.gated_by, event.unit.single_value, collector.counters, event.unit.code)
+    return test is not None and test.update_when
 
 
 def _place_of(event: Event, shape: Shape, gates: list[Gate], micro: list[cst.CSTNode]) -> Place:

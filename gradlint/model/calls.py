@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 import libcst as cst
@@ -13,6 +14,7 @@ from gradlint.screen import ModuleFacts
 
 _FRAMEWORK_OF = {Kind.ACCELERATOR: "accelerate", Kind.FABRIC: "fabric", Kind.ENGINE: "deepspeed"}
 _STEPPERS = (Kind.OPTIMIZER, Kind.ENGINE, Kind.ENGINE_PART)
+_NATIVE_SCALER = re.compile(r"^loss_scaler$")
 
 
 @dataclass(frozen=True)
@@ -27,11 +29,16 @@ class CallRole:
     framework: str | None = None
     closure: bool = False
     metric: bool = False
+    fused_step: str | None = None  # the optimizer a fused backward+step call steps
+    update_when: cst.BaseExpression | None = None  # the test that decides whether it steps
 
 
 def classify(call: cst.Call, facts: ModuleFacts) -> CallRole | None:
     """The role of ``call``, judged from its callee, receiver bindings and names."""
     func = call.func
+    native = _native_scaler_call(call)
+    if native is not None:
+        return native
     if isinstance(func, cst.Name):
         return _classify_function(call, func.value, facts)
     if not isinstance(func, cst.Attribute):
@@ -93,3 +100,21 @@ def _classify_step(call: cst.Call, receiver: str | None, kind: Kind | None) -> C
         metric = kind is Kind.METRIC_SCHEDULER or bool(call.args)
         return CallRole(Role.SCHEDULER_STEP, receiver, kind, metric=metric)
     return None
+
+
+def _native_scaler_call(call: cst.Call) -> CallRole | None:
+    """timm / MAE / DeiT's ``loss_scaler(loss, optimizer, clip_grad=..., parameters=...,
+    update_grad=<test>)``: scales and backpropagates the loss on every call, and unscales,
+    clips and steps the optimizer when ``update_grad`` (``need_update``) holds."""
+    name = dotted(call.func)
+    if name is None or not _NATIVE_SCALER.search(name.rsplit(".", 1)[-1]):
+        return None
+    positional = [a.value for a in call.args if a.keyword is None and not a.star]
+    keywords = {a.keyword.value: a.value for a in call.args if a.keyword is not None}
+    optimizer = positional[1] if len(positional) > 1 else keywords.get("optimizer")
+    loss = positional[0] if positional else keywords.get("loss")
+    if loss is None or optimizer is None:
+        return None
+    update = keywords.get("update_grad", keywords.get("need_update"))
+    return CallRole(Role.BACKWARD, name, loss=loss, framework="native-scaler",
+                    fused_step=dotted(optimizer), update_when=update)

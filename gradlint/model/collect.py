@@ -12,6 +12,7 @@ from gradlint.model.calls import classify
 from gradlint.model.events import Event, Role
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
+from gradlint.names import Kind
 
 LOOPS = (cst.For, cst.While)
 _INLINE_DEPTH = 2
@@ -79,6 +80,9 @@ class Collector(cst.CSTVisitor):
         self._add(found.role, call, receiver=found.receiver, kind=found.kind, target=found.target,
                   loss=found.loss, framework=found.framework, closure=found.closure,
                   metric=found.metric)
+        if found.fused_step is not None:
+            self._add(Role.STEP, call, receiver=found.fused_step, kind=Kind.OPTIMIZER, target=found.fused_step,
+                      framework=found.framework, gated_by=found.update_when)
 
     def _inline(self, call: cst.Call, callee: UnitModel) -> None:
         saved = (self.unit, self._stack, self._statement)

@@ -71,6 +71,7 @@ class Event:
     closure: bool = False
     metric: bool = False
     no_sync: bool = False  # inside `no_sync()`, `no_backward_sync()` or `accumulate()`
+    gated_by: cst.BaseExpression | None = None  # a keyword test deciding whether the call steps
     order: int = 0
     ancestors: tuple[cst.CSTNode, ...] = ()
     place: Place = Place.EVERY
