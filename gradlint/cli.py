@@ -10,25 +10,22 @@ from pathlib import Path
 from typing import TextIO
 
 import click
-from rich.console import Console
-from rich.markdown import Markdown
-from rich.table import Table
 
 from gradlint import __version__
-from gradlint.add_noqa import add_noqa_file
 from gradlint.cache import Cache, CacheError, default_cache_dir
 from gradlint.cache import clean as clean_cache
 from gradlint.config import ConfigResolver, Overrides, check_overrides, settings_for
 from gradlint.diagnostics import Diagnostic
 from gradlint.discovery import discover
 from gradlint.exclusion import PathFilter
-from gradlint.fix_run import fix_paths, problems, render_diff, render_fixes
 from gradlint.reporters import DEFAULT_FORMAT, FORMATS, Report, ReportOptions, render
 from gradlint.rule_docs import rule_record
 from gradlint.rules import CATALOGUE
 from gradlint.runner import DEFAULT_MAX_FILE_SIZE, RunResult, default_jobs, display_path, run
 from gradlint.settings import SettingsError
-from gradlint.stdin import check_stdin
+
+# What only some commands and options need (the fixer, the analysis, rich) is imported where
+# it is used: a ``check`` that the cache answers loads none of it.
 
 
 def _codes(value: str | None) -> tuple[str, ...] | None:
@@ -177,6 +174,8 @@ def _emit(report: Report, output_format: str, output_file: Path | None, options:
 def _fix(files: list[Path], settings: dict, diff: bool, show_fixes: bool, output_format: str,
          output_file: Path | None, options: ReportOptions, color: str, exit_zero: bool) -> None:
     """``--fix`` (write the fixes, report what remains) or ``--diff`` (print them), then exit."""
+    from gradlint.fix_run import fix_paths, problems, render_diff, render_fixes
+
     outcome = fix_paths(files, settings, options.unsafe_fixes, write=not diff)
     for line in problems(outcome):
         click.echo(f"gradlint: warning: {line}", err=True)
@@ -198,6 +197,8 @@ def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides
 
     Raises :class:`SettingsError` for a bad configuration.
     """
+    from gradlint.stdin import check_stdin
+
     data = sys.stdin.buffer.read()
     name = Path(stdin_filename) if stdin_filename else Path.cwd() / "-"
     display = display_path(name) if stdin_filename else "-"
@@ -218,6 +219,8 @@ def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides
 
 def _add_noqa(files: list[Path], diagnostics: list[Diagnostic]) -> None:
     """``--add-noqa``: suppress every finding in place, say how many, exit 0 (2 if a file failed)."""
+    from gradlint.add_noqa import add_noqa_file
+
     by_path: dict[str, list[Diagnostic]] = {}
     for diagnostic in diagnostics:
         by_path.setdefault(diagnostic.path, []).append(diagnostic)
@@ -248,6 +251,10 @@ def _add_noqa(files: list[Path], diagnostics: list[Diagnostic]) -> None:
               show_default=True, help="Output format.")
 def rule(code: str | None, show_all: bool, output_format: str) -> None:
     """Explain rule CODE (its document), or list every rule with --all."""
+    from rich.console import Console
+    from rich.markdown import Markdown
+    from rich.table import Table
+
     if show_all == (code is not None):
         fail("give one rule code (gradlint rule GL101) or --all")
     if show_all:

@@ -18,20 +18,10 @@ from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import UnitLibrary
 from gradlint.rules import RULES, SYNTAX_ERROR, UNUSED_SUPPRESSION
-from gradlint.screen import NATIVE_SCALER, ModuleFacts, Unit, might_hold_training_loop, might_hold_training_loop_bytes, screen
+from gradlint.screen import NATIVE_SCALER, ModuleFacts, Unit, might_hold_training_loop, screen, worth_analysing
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode
 from gradlint.suppression import apply_suppressions, might_hold_suppression
-
-
-def worth_analysing(data: bytes, settings: Settings) -> bool:
-    """Whether file bytes pass the text filters; a file that doesn't has no diagnostic at all.
-
-    Searches the bytes (no decoding) first: it is the answer on ``data.decode("latin-1")``.
-    """
-    if might_hold_training_loop_bytes(data):
-        return True
-    return settings.enabled(UNUSED_SUPPRESSION.code) and might_hold_suppression(data.decode("latin-1"))
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False) -> list[Diagnostic]:

@@ -19,7 +19,6 @@ from dataclasses import dataclass, field
 from pathlib import Path
 
 from gradlint.diagnostics import Applicability, Diagnostic, Edit, Fix
-from gradlint.engine import lint_bytes, lint_source
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode, encode
 
@@ -53,6 +52,9 @@ def applicable(fix: Fix | None, unsafe: bool) -> bool:
 
 def fix_source(source: str, path: str, settings: Settings, unsafe: bool = False) -> FixResult:
     """Apply every applicable fix of ``source`` until nothing changes (at most ``MAX_PASSES``)."""
+    # The analysis (and libcst) loads on use: reports import this module for applicable().
+    from gradlint.engine import lint_source
+
     text, diagnostics = source, lint_source(source, path, settings)
     result = FixResult(text)
     rejected: set[tuple] = set()
@@ -237,6 +239,8 @@ def fix_file(path: Path, display: str, settings: Settings, unsafe: bool, write: 
 
 
 def _fix_python(outcome: FileFix, data: bytes, settings: Settings, unsafe: bool) -> bytes | None:
+    from gradlint.engine import lint_bytes
+
     try:
         decoded = decode(data)
     except SourceError:

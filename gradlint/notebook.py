@@ -22,7 +22,6 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gradlint.diagnostics import Diagnostic, Edit, Fix, Span
-from gradlint.engine import lint_source
 from gradlint.rules import SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.screen import might_hold_training_loop
 from gradlint.settings import Settings
@@ -199,6 +198,8 @@ def to_cells(notebook: Notebook, diagnostics: list[Diagnostic]) -> list[Diagnost
 
 def lint_notebook(raw: bytes, path: str, settings: Settings) -> list[Diagnostic]:
     """All diagnostics of a notebook file's bytes, by cell; an unreadable notebook is a GL000."""
+    from gradlint.engine import lint_source  # on use: reading cells (reports) needs no libcst
+
     latin = raw.decode("latin-1")
     if not might_hold_training_loop(latin) and not (
             settings.enabled(UNUSED_SUPPRESSION.code) and might_hold_suppression(latin)):
@@ -316,6 +317,7 @@ def fix_notebook(raw: str, path: str, settings: Settings, unsafe: bool = False) 
 
     Fixed diagnostics are addressed in the original cells (later passes approximately).
     """
+    from gradlint.engine import lint_source
     from gradlint.fixer import fix_source
 
     notebook = read_notebook(raw)

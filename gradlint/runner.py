@@ -21,9 +21,8 @@ from pathlib import Path
 
 from gradlint.cache import Cache
 from gradlint.diagnostics import Diagnostic, Span
-from gradlint.engine import lint_bytes, worth_analysing
-from gradlint.notebook import lint_notebook
 from gradlint.rules import SYNTAX_ERROR
+from gradlint.screen import worth_analysing
 from gradlint.settings import Settings
 
 DEFAULT_MAX_FILE_SIZE = 1 << 20
@@ -106,6 +105,10 @@ def _is_notebook(path: Path) -> bool:
 
 
 def _lint_data(data: bytes, shown: str, settings: Settings, notebook: bool) -> list[Diagnostic]:
+    # Imported on first use: a run the cache answers never loads the analysis (nor libcst).
+    from gradlint.engine import lint_bytes
+    from gradlint.notebook import lint_notebook
+
     return lint_notebook(data, shown, settings) if notebook else lint_bytes(data, shown, settings)
 
 
@@ -170,6 +173,10 @@ def run(paths: Sequence[Path], settings: Settings | Mapping[Path, Settings], *, 
 
 def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[tuple[int, list[Diagnostic]]]:
     """(index, diagnostics) of every task, in no particular order."""
+    if not tasks:
+        return
+    import gradlint.engine  # noqa: F401  (before the pool forks: the workers share it)
+
     if jobs <= 1 or len(tasks) <= 1:
         for task in tasks:
             yield _lint_task(task, cache)

@@ -11,6 +11,9 @@ import ast
 from dataclasses import dataclass, field
 
 from gradlint.names import Kind, build_alias_table, constructor_kind, kind_by_name, resolve
+from gradlint.rules import UNUSED_SUPPRESSION
+from gradlint.settings import Settings
+from gradlint.suppression import might_hold_suppression
 
 _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step"})
 NATIVE_SCALER = "loss_scaler("  # timm / MAE / DeiT: `loss_scaler(loss, optimizer, update_grad=...)`
@@ -29,6 +32,16 @@ def might_hold_training_loop_bytes(data: bytes) -> bool:
     so the runner and the cache can drop most files before decoding or hashing them.
     """
     return b"backward" in data or b".step(" in data or NATIVE_SCALER.encode() in data
+
+
+def worth_analysing(data: bytes, settings: Settings) -> bool:
+    """Whether file bytes pass the text filters; a file that doesn't has no diagnostic at all.
+
+    Searches the bytes (no decoding) first: it is the answer on ``data.decode("latin-1")``.
+    """
+    if might_hold_training_loop_bytes(data):
+        return True
+    return settings.enabled(UNUSED_SUPPRESSION.code) and might_hold_suppression(data.decode("latin-1"))
 
 
 @dataclass(frozen=True)

@@ -4,11 +4,13 @@ from __future__ import annotations
 
 import subprocess
 import sys
+from pathlib import Path
 
 from gradlint.rules import CATALOGUE, RULES, SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.rules.catalogue import RULE_INFOS
 
 from conftest import ROOT
+from samples import BAD
 
 
 def test_every_catalogued_rule_has_one_class_in_code_order() -> None:
@@ -17,12 +19,22 @@ def test_every_catalogued_rule_has_one_class_in_code_order() -> None:
     assert list(CATALOGUE) == [SYNTAX_ERROR.code, *sorted(RULES), UNUSED_SUPPRESSION.code]
 
 
-def _loads_libcst(code: str) -> bool:
-    probe = f"import sys\n{code}\nprint('libcst' in sys.modules)"
+def _loaded(code: str, *modules: str) -> list[str]:
+    """Which of ``modules`` a fresh interpreter has loaded after running ``code``."""
+    probe = f"import sys\n{code}\nprint('loaded:', *[m for m in {modules!r} if m in sys.modules])"
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
-    return result.stdout.strip() == "True"
+    return result.stdout.rsplit("loaded:", 1)[1].split()
 
 
-def test_the_catalogue_and_settings_load_without_libcst() -> None:
-    assert not _loads_libcst("import gradlint.rules, gradlint.config, gradlint.suppression, gradlint.cache")
-    assert _loads_libcst("from gradlint.rules import RULES")
+def test_the_command_line_loads_without_libcst_or_rich() -> None:
+    assert _loaded("import gradlint.cli", "libcst", "rich", "gradlint.engine") == []
+    assert _loaded("from gradlint.rules import RULES", "libcst") == ["libcst"]
+
+
+def test_a_cached_json_check_loads_neither(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text(BAD)
+    run = ("from gradlint.cli import main\n"
+           "try:\n    main(['check', '.', '--format', 'json', '--cache-dir', 'c'])\nexcept SystemExit:\n    pass")
+    probe = f"import os\nos.chdir({str(tmp_path)!r})\n{run}"
+    assert _loaded(probe, "libcst") == ["libcst"]  # the first run lints
+    assert _loaded(probe, "libcst", "rich") == []  # the second is answered from the cache
