@@ -67,7 +67,7 @@ def _place(
     loop = TrainingLoop(root=root, unit=unit, shape=shape, events=events, gates=gates,
                         micro_loops=micro, accumulate_blocks=accumulate,
                         iterates_loader=_iterates_loader(unit, root), cadence_names=frozenset(cadence),
-                        tail_guarded=_tail_guarded(collector, root, gate_nodes),
+                        tail_guarded=_tail_guarded(unit, collector, root, gate_nodes),
                         per_epoch=_per_epoch(unit, root, events),
                         callees=frozenset(name for name, chain in collector.callees if any(a is root for a in chain)))
     loop.factor = _factor(unit, loop)
@@ -100,11 +100,11 @@ def _per_epoch(unit: UnitModel, root: cst.CSTNode, events: list[Event]) -> bool:
     return False
 
 
-def _tail_guarded(collector: Collector, root: cst.CSTNode, gate_nodes: list[cst.If]) -> bool:
+def _tail_guarded(unit: UnitModel, collector: Collector, root: cst.CSTNode, gate_nodes: list[cst.If]) -> bool:
     """An ``if <past the last full window>: continue`` (or ``break``) before the backward
     that skips the epoch's tail: no window is ever short (ConvNeXt's
     ``if step >= num_training_steps_per_epoch: continue``)."""
-    backward_lines = [e.span.line for e in collector.events if e.role is Role.BACKWARD and e.inside(root)]
+    backward_lines = [_line_in(unit, e) for e in collector.events if e.role is Role.BACKWARD and e.inside(root)]
     for node, ancestors, owner in collector.ifs:
         if any(node is g for g in gate_nodes) or not any(a is root for a in ancestors):
             continue
@@ -115,6 +115,15 @@ def _tail_guarded(collector: Collector, root: cst.CSTNode, gate_nodes: list[cst.
         if leaves and is_final_condition(node.test, owner.code):
             return True
     return False
+
+
+def _line_in(unit: UnitModel, event: Event) -> int:
+    """Where ``event`` happens in ``unit``: its own line, or the line of the call that
+    reaches the helper it lives in."""
+    if event.unit is unit:
+        return event.span.line
+    anchor = next(a for a in reversed(event.ancestors) if a in unit.positions)
+    return unit.span(anchor).line
 
 
 def _iterates_loader(unit: UnitModel, root: cst.CSTNode) -> bool:

@@ -184,6 +184,11 @@ class TrainingLoop:
         """Events with one of ``roles``, in source order."""
         return [e for e in self.events if e.role in roles]
 
+    def reassigns(self, name: str) -> bool:
+        """Whether the loop body assigns ``name`` (a per-window divisor, not a fixed one)."""
+        span = self.span
+        return any(span.line <= line <= span.end_line for line, _ in self.unit.assignments.get(name, []))
+
     def accelerate_skips(self, event: Event) -> bool:
         """Under Accelerate's ``accumulate()``, a prepared optimizer's ``step``, its
         ``zero_grad`` after backward, and a prepared scheduler's ``step`` do nothing until

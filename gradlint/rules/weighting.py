@@ -24,7 +24,9 @@ def fixed_divisor(loop: TrainingLoop, trace: LossTrace) -> str | None:
     factor = loop.factor_code()
     for divisor in trace.divisors:
         text = loop.unit.code(divisor).strip().strip("()")
-        if text == factor or (isinstance(divisor, cst.Integer) and divisor.evaluated_value > 1):
+        if isinstance(divisor, cst.Integer) and divisor.evaluated_value > 1:
+            return text
+        if text == factor and not loop.reassigns(text):
             return text
     return None
 
