@@ -81,6 +81,13 @@ def test_a_last_line_without_newline_stays_so() -> None:
     assert fixed.text == "for x, y in loader:\n    model(x, y).backward()\n    optimizer.step()\n    optimizer.zero_grad()"
 
 
+def test_no_fix_where_a_lone_carriage_return_ends_a_line() -> None:
+    source = TWO_PASSES.replace("loss.backward()\n", "loss.backward()\r")
+    assert [d.code for d in lint_source(source, "train.py", GL1)] == ["GL101", "GL102"]
+    result = fix_source(source, "train.py", GL1)
+    assert (result.text, result.fixed, result.reverted) == (source, [], [])
+
+
 def test_inserted_text_takes_the_file_newline() -> None:
     fix = Fix(Applicability.SAFE, "insert", (Edit(Span(2, 1, 2, 1), "x = 1\ny = 2\n"),))
     assert apply_fixes("a\r\nb\r\n", [fix]) == "a\r\nx = 1\r\ny = 2\r\nb\r\n"

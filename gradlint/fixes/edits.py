@@ -27,6 +27,8 @@ def movable(loop: TrainingLoop, event: Event) -> cst.CSTNode | None:
     compound statement around it that holds nothing else (``if args.clip: clip(...)``).
     None when the call shares its statement with other code."""
     layout = layout_of(loop.unit)
+    if not layout.sound:
+        return None
     statement = event.statement
     whole = isinstance(statement, cst.BaseCompoundStatement) and event.node is statement
     if not whole and (not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1):
@@ -110,7 +112,7 @@ def wrap_statement(loop: TrainingLoop, statement: cst.CSTNode, header: str) -> t
 def replace_node(loop: TrainingLoop, node: cst.CSTNode, content: str) -> tuple[Edit, ...] | None:
     """Replace the exact text of ``node`` (None for a node of another unit, such as a
     helper function the loop calls)."""
-    if node not in loop.unit.positions:
+    if node not in loop.unit.positions or not layout_of(loop.unit).sound:
         return None
     return (Edit(loop.unit.span(node), content),)
 
@@ -119,7 +121,7 @@ def delete_statement(loop: TrainingLoop, statement: cst.CSTNode) -> tuple[Edit, 
     """Delete ``statement`` (with its comment lines) unless it is alone in its block."""
     layout = layout_of(loop.unit)
     block = layout.block_of(statement)
-    if block is None or len(block.body) < 2:
+    if block is None or len(block.body) < 2 or not layout.sound:
         return None
     first, last = layout.extent(statement)
     return (Edit(Span(first, 1, last + 1, 1), ""),)

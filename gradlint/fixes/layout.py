@@ -17,6 +17,7 @@ from gradlint.model.unit import UnitModel
 
 _LAYOUTS: WeakKeyDictionary[UnitModel, Layout] = WeakKeyDictionary()
 _INDENT = re.compile(r"[ \t]*")
+_LONE_CR = re.compile(r"\r(?!\n)")
 
 
 class _Parents(cst.CSTVisitor):
@@ -45,6 +46,8 @@ class Layout:
         self._lines = unit.module.code.split("\n")
         first = self._lines[1] if unit.unit.indent > 0 and len(self._lines) > 1 else self._lines[0]
         self.newline = "\r\n" if first.endswith("\r") else "\n"
+        # a lone carriage return ends a line for Python but not for file lines split on "\n"
+        self.sound = _LONE_CR.search(unit.module.code) is None
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The node that directly holds ``node``."""
