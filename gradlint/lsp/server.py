@@ -62,8 +62,6 @@ class LintOutcome:
 class _Malformed:
     """A request whose params could not be read: it is answered with an error."""
 
-    jsonrpc = "2.0"
-
     def __init__(self, msg_id: Any, method: str, error: JsonRpcException) -> None:
         self.id = msg_id
         self.method = method
