@@ -106,6 +106,7 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit:
     facts = ModuleFacts(extra_names=dict(extra_names or {}))
     collector = _Collector(facts, every_unit)
     collector.visit(tree)
+    collector.promote_callers()
     facts.aliases = build_alias_table(collector.imports)
     for target, value in collector.assignments:
         _bind(facts, target, value)
@@ -144,8 +145,10 @@ class _Collector(ast.NodeVisitor):
         self.units: list[Unit] = []
         self.other_units: list[Unit] = []
         self._stack: list[list[bool]] = [[False]]
+        self._calls: list[set[str]] = [set()]
         self._class: list[str] = []
         self._function: list[str] = []
+        self.callers: list[tuple[Unit, set[str]]] = []  # units without training calls, and what they call
 
     # imports ---------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:
@@ -181,6 +184,11 @@ class _Collector(ast.NodeVisitor):
     def visit_Call(self, node: ast.Call) -> None:
         if _is_training_call(node):
             self._stack[-1][0] = True
+        func = node.func
+        if isinstance(func, ast.Name):
+            self._calls[-1].add(func.id)
+        elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
+            self._calls[-1].add(func.attr)
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("zero_grad", "zero_"):
             self._zeroes()
         self.generic_visit(node)
@@ -201,16 +209,18 @@ class _Collector(ast.NodeVisitor):
                     self._class[-1] if self._class else None)
         self.facts.functions.setdefault(node.name, []).append(unit)
         self._stack.append([False])
+        self._calls.append(set())
         outer_class = self._class
         self._class = []
         self._function.append(node.name)
         self.generic_visit(node)
         self._function.pop()
         self._class = outer_class
+        calls = self._calls.pop()
         if self._stack.pop()[0]:
             self.units.append(unit)
-        elif self.every_unit:
-            self.other_units.append(unit)
+        else:
+            self.callers.append((unit, calls))
 
     visit_AsyncFunctionDef = visit_FunctionDef
 
@@ -220,13 +230,28 @@ class _Collector(ast.NodeVisitor):
                 self.visit(stmt)
                 continue
             self._stack[-1][0] = False
+            self._calls[-1] = set()
             self.visit(stmt)
             if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
                 unit = Unit("<module>", stmt.lineno, stmt.end_lineno or stmt.lineno, 0)
                 if self._stack[-1][0]:
                     self.units.append(unit)
-                elif self.every_unit:
-                    self.other_units.append(unit)
+                else:
+                    self.callers.append((unit, self._calls[-1]))
+
+    def promote_callers(self, depth: int = 2) -> None:
+        """A function that calls one of the module's training functions trains through it
+        (``for batch in loader: self.train_step(batch)``): it is a unit too, two levels up.
+        The rest become ``other_units`` when every unit is wanted."""
+        trainers = {u.name for u in self.units}
+        waiting = list(self.callers)
+        for _ in range(depth):
+            promoted = [(u, calls) for u, calls in waiting if calls & trainers]
+            waiting = [(u, calls) for u, calls in waiting if not calls & trainers]
+            self.units.extend(u for u, _ in promoted)
+            trainers |= {u.name for u, _ in promoted}
+        if self.every_unit:
+            self.other_units.extend(u for u, _ in waiting)
 
 
 def _bind(facts: ModuleFacts, target: ast.expr, value: ast.expr) -> None:

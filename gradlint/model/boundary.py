@@ -7,7 +7,7 @@ import libcst as cst
 
 from gradlint.model.collect import Collector
 from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role, TrainingLoop
-from gradlint.model.gates import GateTest, read_gate
+from gradlint.model.gates import GateTest, Lookup, read_gate
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 
@@ -20,13 +20,19 @@ def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], acc
     for node, ancestors, owner in collector.ifs:
         if not any(a is root for a in ancestors) and node is not root:
             continue
-        test = read_gate(node.test, owner.single_value, collector.counters, owner.code)
+        test = read_gate(node.test, _lookup(owner, collector.home), collector.counters, owner.code)
         if test is None:
             continue
         gate = _gate(owner, node, ancestors, test)
         if gate is not None and _qualifies(gate, events, accelerate, test):
             gates.append(gate)
     return gates
+
+
+def _lookup(owner: UnitModel, loop_unit: UnitModel) -> Lookup:
+    """A name's single assignment in the ``if``'s own unit, else in the loop's unit (a helper
+    defined inside the loop reads the loop's variables: timm's ``_backward`` and ``need_update``)."""
+    return lambda name: owner.single_value(name) or loop_unit.single_value(name)
 
 
 def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], test: GateTest) -> Gate | None:
@@ -36,6 +42,8 @@ def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], tes
     if test.update_when:
         head.update_branch = node.body
         return head
+    if not test.exact:
+        return None
     if node.orelse is not None and isinstance(node.orelse, cst.Else):
         head.update_branch = node.orelse.body
         return head

@@ -38,7 +38,7 @@ def _place(
     unit: UnitModel, collector: Collector, root: cst.CSTNode, micro: list[cst.CSTNode], events: list[Event]
 ) -> TrainingLoop:
     """Decide the shape of one scope and where each of its events runs."""
-    accumulate = [w for w, owner in collector.withs if _is_accumulate(owner, w) and _contains(events, w)]
+    accumulate = [w for w, owner, _ in collector.withs if _is_accumulate(owner, w) and _contains(events, w)]
     gates = find_gates(collector, root, events, bool(accumulate))
     if accumulate:
         shape = Shape.ACCELERATE
@@ -48,7 +48,9 @@ def _place(
         shape = Shape.NESTED
     else:
         shape = Shape.PLAIN
-    sync_blocks = [w for w, owner in collector.withs if _is_sync_context(owner, w)]
+    sync_blocks = [w for w, owner, _ in collector.withs if _is_sync_context(owner, w)]
+    manages_sync = any(w is root or any(a is root for a in chain) for w, _, chain in collector.withs
+                       if any(w is b for b in sync_blocks))
     stepping = {id(e) for e in events if _keyword_gated(e, collector)}
     for event in events:
         event.place = Place.BOUNDARY if id(event) in stepping and shape is not Shape.PLAIN else (
@@ -68,7 +70,7 @@ def _place(
                         micro_loops=micro, accumulate_blocks=accumulate,
                         iterates_loader=_iterates_loader(unit, root), cadence_names=frozenset(cadence),
                         tail_guarded=_tail_guarded(unit, collector, root, gate_nodes),
-                        per_epoch=_per_epoch(unit, root, events),
+                        per_epoch=_per_epoch(unit, root, events), skips_sync=manages_sync,
                         callees=frozenset(name for name, chain in collector.callees if any(a is root for a in chain)))
     loop.factor = _factor(unit, loop)
     return loop
@@ -148,7 +150,9 @@ def _keyword_gated(event: Event, collector: Collector) -> bool:
     reads as an update gate."""
     if event.gated_by is None or event.unit is None:
         return False
-    test = read_gate(event.gated_by, event.unit.single_value, collector.counters, event.unit.code)
+    owner, loop_unit = event.unit, collector.home
+    test = read_gate(event.gated_by, lambda n: owner.single_value(n) or loop_unit.single_value(n),
+                     collector.counters, owner.code)
     return test is not None and test.update_when
 
 

@@ -30,13 +30,14 @@ class Collector(cst.CSTVisitor):
     """
 
     def __init__(self, unit: UnitModel, resolve: Resolver | None = None) -> None:
-        self.unit = unit
+        self.unit = unit  # the unit being walked (a followed helper's, during the detour)
+        self.home = unit  # the unit whose loops are being built
         self.resolve = resolve
         self._chain: list[UnitModel] = [unit]
         self.events: list[Event] = []
         self.loops: list[tuple[cst.CSTNode, UnitModel]] = []
         self.ifs: list[tuple[cst.If, tuple[cst.CSTNode, ...], UnitModel]] = []
-        self.withs: list[tuple[cst.With, UnitModel]] = []
+        self.withs: list[tuple[cst.With, UnitModel, tuple[cst.CSTNode, ...]]] = []
         self.counters: set[str] = set()
         self.reported: set[str] = set()
         self.callees: list[tuple[str, tuple[cst.CSTNode, ...]]] = []
@@ -53,7 +54,7 @@ class Collector(cst.CSTVisitor):
         elif isinstance(node, cst.If):
             self.ifs.append((node, tuple(self._stack), self.unit))
         elif isinstance(node, cst.With):
-            self.withs.append((node, self.unit))
+            self.withs.append((node, self.unit, tuple(self._stack)))
         elif isinstance(node, cst.Call):
             self._call(node)
             self._report_call(node)

@@ -120,6 +120,7 @@ class TrainingLoop:
     iterates_loader: bool = False  # a `for` over a finite data loader
     tail_guarded: bool = False  # the epoch's tail is skipped before its forward pass
     per_epoch: bool = False  # one epoch of several: nested in an epoch loop or an *epoch* function
+    skips_sync: bool = False  # a no_sync()/no_backward_sync()/accumulate() context inside the loop
     callees: frozenset[str] = frozenset()  # last names of every call inside the loop
     cadence_names: frozenset[str] = frozenset()  # read by if-tests or logging/eval/save calls
 
@@ -149,8 +150,10 @@ class TrainingLoop:
 
     @property
     def sync_controlled(self) -> bool:
-        """nanoGPT's ``model.require_backward_grad_sync = ...`` toggles the all-reduce."""
-        return any(e.role is Role.SYNC_TOGGLE for e in self.events)
+        """The loop manages DDP's all-reduce itself: a ``no_sync()``-style context (around the
+        forward, where DDP decides, or the backward), or nanoGPT's
+        ``model.require_backward_grad_sync = ...``."""
+        return self.skips_sync or any(e.role is Role.SYNC_TOGGLE for e in self.events)
 
     def flows(self, first: Event, second: Event) -> bool:
         """Whether ``first`` runs before ``second`` in the same pass through the iteration:

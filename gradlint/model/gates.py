@@ -22,6 +22,7 @@ class GateTest:
     count_bound: cst.BaseExpression | None = None
     offset_one: bool = False
     final_branch: bool = False
+    exact: bool = True  # the test is false only at an update (for a test true while accumulating)
 
 
 Lookup = Callable[[str], "cst.BaseExpression | None"]
@@ -72,10 +73,11 @@ def _read_bool(
     first = gates[0]
     if isinstance(expr.operator, cst.Or) == first.update_when:
         lead = readings.index(first)
-        final = any(
-            i != lead and _ends_epoch(op, first.counter, lookup, code, depth) for i, op in enumerate(operands)
-        )
-        return replace(first, final_branch=first.final_branch or final)
+        ends = [i != lead and _ends_epoch(op, first.counter, lookup, code, depth) for i, op in enumerate(operands)]
+        final = any(ends)
+        # `accumulating and <unknown>` is false for reasons of its own: its else is no update branch
+        exact = first.update_when or all(i == lead or ends[i] or readings[i] is not None for i in range(len(operands)))
+        return replace(first, final_branch=first.final_branch or final, exact=first.exact and exact)
     return first
 
 

@@ -66,6 +66,7 @@ class _Tracer:
         self.divisors: list[cst.BaseExpression] = []
         self.origins: list[cst.Call] = []
         self.model_output = False
+        self._names: dict[tuple[str, int, int], Scaling] = {}  # (name, line, depth) already traced
 
     def trace(self, expr: cst.BaseExpression, line: int, depth: int) -> Scaling:
         if depth > _MAX_DEPTH:
@@ -114,7 +115,14 @@ class _Tracer:
 
     def _name(self, name: str, line: int, depth: int) -> Scaling:
         """Every assignment to ``name`` above ``line``; a self-reference on the right reads
-        the assignments above that one (``loss = loss + aux``)."""
+        the assignments above that one (``loss = loss + aux``). Each (name, line, depth) is
+        traced once: ``loss = loss + loss`` repeated would otherwise branch exponentially."""
+        key = (name, line, depth)
+        if key not in self._names:
+            self._names[key] = self._assignments(name, line, depth)
+        return self._names[key]
+
+    def _assignments(self, name: str, line: int, depth: int) -> Scaling:
         found = [(at, value) for at, value in self.unit.assignments.get(name, []) if at <= line]
         verdicts = []
         for at, value in found:
