@@ -42,6 +42,10 @@ def read_gate(
         return _read_bool(expr, lookup, counters, code, depth)
     if isinstance(expr, cst.Comparison):
         return _read_comparison(expr, counters)
+    modulo = _modulo(expr)
+    if modulo is not None:  # `if (i + 1) % N:` is true while accumulating
+        counter, modulus, plus_one = modulo
+        return GateTest(False, counter, modulus, offset_one=plus_one)
     name = dotted(expr)
     if name is None:
         return None
