@@ -58,7 +58,7 @@ def move_statements(
     """Delete ``statements`` (direct children of indented blocks, with their comment lines)
     and insert ``new_lines`` plus their text, re-indented, at ``spot``."""
     layout = layout_of(loop.unit)
-    ranges = sorted((*layout.extent(s), s) for s in statements)
+    ranges = sorted(((*layout.extent(s), s) for s in statements), key=lambda r: r[0])
     for first, last, statement in ranges:
         if first < spot.line <= last:
             return None  # into itself
