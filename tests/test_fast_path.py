@@ -10,12 +10,13 @@ that fails the text filter is never reported as a syntax error (GL000).
 
 from __future__ import annotations
 
+import ast
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
-from gradlint.engine import could_form_loop, lint_bytes, lint_source
+from gradlint.engine import could_form_loop, judge_syntax, lint_bytes, lint_source
 from gradlint.rules import CATALOGUE, SYNTAX_ERROR
 from gradlint.screen import might_hold_training_loop
 from gradlint.settings import Settings
@@ -228,3 +229,19 @@ def test_generated_code_holds_findings() -> None:
     codes = {d.code for d in lint_source(source, "example.py", EVERY_RULE)}
     assert {"GL101", "GL201"} <= codes
     assert_same_as_full(source)
+
+
+@pytest.mark.parametrize("source", [
+    "x = 1\n", "return 1\n", "def f():\n    nonlocal x\n", "await x\n", "break\n", "x = (\n", "def f(:\n",
+    "x = '\\d'\n", "a is 1\n", "f(**x, *y)\n", "print 'hi'\n", "x = [" * 300 + "]" * 300 + "\n",
+])
+@pytest.mark.filterwarnings("ignore::DeprecationWarning", "ignore::SyntaxWarning")
+def test_judge_syntax_agrees_with_the_parser(source: str) -> None:
+    try:
+        ast.parse(source)
+    except (SyntaxError, RecursionError, MemoryError) as exc:
+        with pytest.raises(type(exc)) as judged:
+            judge_syntax(source)
+        assert str(judged.value) == str(exc)
+    else:
+        judge_syntax(source)
