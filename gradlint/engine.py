@@ -21,7 +21,7 @@ from gradlint.model.unit import UnitLibrary
 from gradlint.rules import RULES, SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.screen import NATIVE_SCALER, ModuleFacts, Unit, might_hold_training_loop, screen, worth_analysing
 from gradlint.settings import Settings
-from gradlint.source import SourceError, decode
+from gradlint.source import SourceError, decode, parse_python, python_lines
 from gradlint.suppression import apply_suppressions, might_hold_suppression
 
 
@@ -45,9 +45,9 @@ def lint_source(source: str, path: str, settings: Settings, *, full: bool = Fals
     path is tested against (tests/test_fast_path.py): the shortcuts must never change a result.
     """
     if not full and not might_hold_training_loop(source):
-        if _unused_suppressions_wanted(source, settings):
+        if _unused_suppressions_wanted(source, settings) and _parses(source):
             return apply_suppressions([], source, path, settings)
-        return []
+        return []  # a file that does not parse has no analysis, so no suppression is "unused"
     loops = training_loops(source, path, settings, full=full)
     if isinstance(loops, Diagnostic):
         return [loops] if settings.enabled(loops.code) else []
@@ -66,6 +66,15 @@ def _unused_suppressions_wanted(text: str, settings: Settings) -> bool:
     return settings.enabled(UNUSED_SUPPRESSION.code) and might_hold_suppression(text)
 
 
+def _parses(text: str) -> bool:
+    """Whether the running Python accepts ``text``."""
+    try:
+        parse_python(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False
+    return True
+
+
 def training_loops(source: str, path: str, settings: Settings, *, full: bool = False) -> list[TrainingLoop] | Diagnostic:
     """The loop model of a module, or the GL000 diagnostic that stops its analysis."""
     try:
@@ -80,8 +89,7 @@ def training_loops(source: str, path: str, settings: Settings, *, full: bool = F
     roots = screened.units + screened.other_units  # other_units: only in the full analysis
     if not roots:
         return []
-    lines = source.split("\n")
-    lines = [line + "\n" for line in lines[:-1]] + [lines[-1]]
+    lines = python_lines(source)  # numbered like the ast's units (a lone "\r" ends a line)
     backward_names = _backward_aliases(screened.facts) | _training_helpers(lines, screened.units)
     library = UnitLibrary(lines, screened.units, screened.facts)
     loops: list[TrainingLoop] = []

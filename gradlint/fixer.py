@@ -20,7 +20,7 @@ from pathlib import Path
 
 from gradlint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from gradlint.settings import Settings
-from gradlint.source import SourceError, decode, encode
+from gradlint.source import SourceError, decode, encode, python_lines
 
 MAX_PASSES = 10
 
@@ -119,14 +119,14 @@ def syntax_error(text: str, path: str) -> str | None:
 
 
 class _Offsets:
-    """Convert 1-based (line, column) to offsets in ``text``."""
+    """Convert 1-based (line, column) to offsets in ``text``; lines are numbered as Python
+    numbers them, like diagnostics (a lone ``\\r`` ends a line too)."""
 
     def __init__(self, text: str) -> None:
         self.text = text
         self.starts = [0]
-        for index, char in enumerate(text):
-            if char == "\n":
-                self.starts.append(index + 1)
+        for line in python_lines(text)[:-1]:
+            self.starts.append(self.starts[-1] + len(line))
 
     def __call__(self, line: int, column: int) -> int:
         if line > len(self.starts):

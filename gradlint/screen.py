@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from gradlint.names import Kind, build_alias_table, constructor_kind, kind_by_name, resolve
 from gradlint.rules import UNUSED_SUPPRESSION
 from gradlint.settings import Settings
+from gradlint.source import parse_python
 from gradlint.suppression import might_hold_suppression
 
 _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step"})
@@ -42,6 +43,12 @@ def worth_analysing(data: bytes, settings: Settings) -> bool:
     if might_hold_training_loop_bytes(data):
         return True
     return settings.enabled(UNUSED_SUPPRESSION.code) and might_hold_suppression(data.decode("latin-1"))
+
+
+def filter_flavour(settings: Settings) -> str:
+    """The part of ``settings`` that :func:`worth_analysing` depends on: its answers for one
+    file's bytes can be remembered under this name."""
+    return "suppressions" if settings.enabled(UNUSED_SUPPRESSION.code) else "training"
 
 
 @dataclass(frozen=True)
@@ -102,7 +109,7 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit:
     ``every_unit`` also lists, as ``other_units``, every function and top-level compound
     statement without a training call: for the full analysis the fast path is tested against.
     """
-    tree = ast.parse(text)
+    tree = parse_python(text)
     facts = ModuleFacts(extra_names=dict(extra_names or {}))
     collector = _Collector(facts, every_unit)
     collector.visit(tree)

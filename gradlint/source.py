@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import ast
 import io
+import re
 import tokenize
+import warnings
 from dataclasses import dataclass
 
 
@@ -54,6 +57,24 @@ def decode(data: bytes) -> DecodedSource:
 def encode(source: DecodedSource, text: str) -> bytes:
     """Encode ``text`` with the encoding (and BOM) the original file had."""
     return text.encode(source.encoding)
+
+
+_LINE_END = re.compile(r"(?<=\n)|(?<=\r)(?!\n)")
+
+
+def python_lines(text: str) -> list[str]:
+    """``text`` cut into lines as Python (``ast``, ``tokenize``, libcst) numbers them: ``\\n``,
+    ``\\r\\n`` and a lone ``\\r`` end a line. Each line keeps its ending; the last one,
+    after the final line ending, may be empty."""
+    return _LINE_END.split(text)
+
+
+def parse_python(text: str) -> ast.Module:
+    """``ast.parse(text)`` without printing the warnings the user's code draws (an invalid
+    escape sequence is a SyntaxWarning on stderr from Python 3.12 on; not gradlint's to show)."""
+    with warnings.catch_warnings():
+        warnings.simplefilter("ignore")
+        return ast.parse(text)
 
 
 def _position(data: bytes, offset: int) -> tuple[int, int]:

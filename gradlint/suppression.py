@@ -65,7 +65,7 @@ def _codes(text: str | None) -> tuple[tuple[str, ...] | None, bool]:
 
 def _comments(source: str) -> Iterator[tuple[tokenize.TokenInfo, bool]]:
     """Comment tokens, and whether each is alone on its line."""
-    for token in tokenize.generate_tokens(io.StringIO(source).readline):
+    for token in tokenize.generate_tokens(io.StringIO(source, newline=None).readline):  # Python lines
         if token.type == tokenize.COMMENT:
             yield token, not token.line[: token.start[1]].strip()
 
