@@ -5,15 +5,21 @@ from the current one holding ``pyproject.toml`` or ``.git``, else the current fo
 ``--cache-dir`` / ``$GRADLINT_CACHE_DIR``. The folder carries a ``CACHEDIR.TAG`` and a
 ``.gitignore`` of ``*`` so backup tools and git leave it alone.
 
-An entry's key is a SHA-256 of the file's bytes, the effective settings of the file, whether
-it is a notebook, and the *build*: gradlint's version, a hash of gradlint's own source files
-(a development edit invalidates everything), the Python version (its parser judges syntax)
-and the installed libcst. Entries hold the diagnostics without the file's path, so a moved
-or copied file still hits; the path is filled in on reading.
+An entry's key is a SHA-256 of the file's bytes (its *digest*), the effective settings of
+the file, whether it is a notebook, and the *build*: gradlint's version, a hash of
+gradlint's own source files (a development edit invalidates everything), the Python version
+(its parser judges syntax) and the installed libcst. Entries hold the diagnostics without
+the file's path, so a moved or copied file still hits; the path is filled in on reading.
 
 One JSON file per entry, written to a temporary name and renamed into place, so two runs at
 the same time never see a torn entry; a missing, unreadable or malformed entry is a miss.
 Writes are best-effort: a read-only or full disk only costs speed.
+
+A *file index* (like git's) lets a warm run skip reading unchanged files: it remembers, per
+path, what the runner learnt from the bytes (their digest, the text filters' answers) with
+the file's size, modification and change times, inode and device. A file whose status
+differs is read again. Only files settled for :data:`SETTLED_NS` are remembered, so a write
+within the file system's timestamp granularity cannot hide behind an unchanged status.
 """
 
 from __future__ import annotations
@@ -27,6 +33,7 @@ import os
 import shutil
 import sys
 import tempfile
+import time
 from pathlib import Path
 from typing import Any
 
@@ -36,8 +43,11 @@ from gradlint.settings import Settings
 
 CACHE_DIR_NAME = ".gradlint_cache"
 CACHE_DIR_ENV = "GRADLINT_CACHE_DIR"
-FORMAT = 1
+FORMAT = 2
 """Version of the entry layout; part of the build key."""
+SETTLED_NS = 2_000_000_000
+"""A file is remembered in the file index only when its last change is this much older
+than the run (two seconds: coarser than any common file system's timestamps)."""
 
 CACHEDIR_TAG = (
     "Signature: 8a477f597d28d172789f06886806bc55\n"
@@ -106,6 +116,15 @@ def _canonical(value: Any) -> Any:
     raise TypeError(f"cannot key the cache on a {type(value).__name__}")
 
 
+def content_digest(data: bytes) -> str:
+    """The digest of a file's bytes that entry keys are made of."""
+    return hashlib.sha256(data).hexdigest()
+
+
+def _status(status: os.stat_result) -> list[int]:
+    return [status.st_size, status.st_mtime_ns, status.st_ctime_ns, status.st_ino, status.st_dev]
+
+
 def _entry(diagnostic: Diagnostic) -> dict[str, Any]:
     data = diagnostic.to_dict()
     del data["path"]
@@ -128,16 +147,50 @@ class Cache:
         self._entries = directory / f"v{FORMAT}-{self._build}"
         self._tokens: dict[Settings, bytes] = {}
         self._ready = False
+        self._started = time.time_ns()
+        self._files: dict[str, list[Any]] | None = None
+        self._files_changed = False
 
-    def key(self, data: bytes, settings: Settings, notebook: bool) -> str:
-        """The entry key of one file's bytes under its settings."""
+    def key(self, digest: str, settings: Settings, notebook: bool) -> str:
+        """The entry key of a file with bytes of ``digest`` (:func:`content_digest`) under its settings."""
         token = self._tokens.get(settings)
         if token is None:
             token = self._tokens[settings] = settings_token(settings).encode()
-        digest = hashlib.sha256(token)
-        digest.update(b"\0notebook\0" if notebook else b"\0module\0")
-        digest.update(data)
-        return digest.hexdigest()
+        key = hashlib.sha256(token)
+        key.update(b"\0notebook\0" if notebook else b"\0module\0")
+        key.update(digest.encode())
+        return key.hexdigest()
+
+    def _index(self) -> dict[str, list[Any]]:
+        if self._files is None:
+            try:
+                loaded = json.loads((self._entries / "files.json").read_bytes())
+                self._files = loaded if isinstance(loaded, dict) else {}
+            except (OSError, ValueError):
+                self._files = {}
+        return self._files
+
+    def recall(self, path: Path, status: os.stat_result) -> dict[str, Any] | None:
+        """What the file index remembers of the file at ``path``, if its status is unchanged."""
+        found = self._index().get(os.path.abspath(path))
+        if isinstance(found, list) and len(found) == 2 and found[0] == _status(status) and isinstance(found[1], dict):
+            return found[1]
+        return None
+
+    def remember(self, path: Path, before: os.stat_result, after: os.stat_result, facts: dict[str, Any]) -> None:
+        """Note ``facts`` (JSON values) about the bytes of ``path``, read between the statuses
+        ``before`` and ``after``; a file that changed meanwhile or is not settled is not noted."""
+        settled = self._started - SETTLED_NS
+        status = _status(before)
+        if status == _status(after) and before.st_mtime_ns < settled and before.st_ctime_ns < settled:
+            self._index()[os.path.abspath(path)] = [status, facts]
+            self._files_changed = True
+
+    def save_index(self) -> None:
+        """Write the file index if it changed (atomically; errors are ignored)."""
+        if self._files_changed:
+            self._files_changed = False
+            self._write(self._entries / "files.json", json.dumps(self._files, separators=(",", ":")))
 
     def _path(self, key: str) -> Path:
         return self._entries / key[:2] / f"{key}.json"
@@ -152,12 +205,15 @@ class Cache:
 
     def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
         """Store the diagnostics of ``key`` (atomically; errors are ignored)."""
-        target = self._path(key)
         text = json.dumps({"diagnostics": [_entry(d) for d in diagnostics]}, separators=(",", ":"))
+        self._write(self._path(key), text)
+
+    def _write(self, target: Path, text: str) -> None:
+        """Write ``text`` to ``target`` through a temporary file and a rename; errors are ignored."""
         try:
             self._prepare()
             target.parent.mkdir(parents=True, exist_ok=True)
-            handle, temporary = tempfile.mkstemp(prefix=f".{key[:16]}-", suffix=".tmp", dir=target.parent)
+            handle, temporary = tempfile.mkstemp(prefix=f".{target.stem[:16]}-", suffix=".tmp", dir=target.parent)
             try:
                 with os.fdopen(handle, "w", encoding="utf-8") as out:
                     out.write(text)

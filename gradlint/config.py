@@ -268,7 +268,12 @@ def matches(patterns: tuple[str, ...], path: Path, root: Path, is_dir: bool = Fa
         relative = path.absolute().relative_to(root.absolute()).as_posix()
     except ValueError:
         relative = path.name
-    if relative in ("", "."):
+    return matches_relative(patterns, relative, is_dir)
+
+
+def matches_relative(patterns: tuple[str, ...], relative: str, is_dir: bool = False) -> bool:
+    """:func:`matches` for a path already made relative to the patterns' root (posix form)."""
+    if not patterns or relative in ("", "."):
         return False
     return _spec(patterns).match_file(relative + "/" if is_dir else relative)
 

@@ -2,12 +2,13 @@
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
 
 import pathspec
 
-from gradlint.config import Config, ConfigResolver, Overrides, matches
+from gradlint.config import Config, ConfigResolver, Overrides, matches, matches_relative
 from gradlint.discovery import SKIPPED_DIRS
 
 DEFAULT_EXCLUDE = tuple(sorted(SKIPPED_DIRS))
@@ -26,6 +27,7 @@ class PathFilter:
         self.resolver = resolver
         self.overrides = overrides
         self._ignores = GitIgnores()
+        self._folders: dict[Path, _FolderRules] = {}
 
     def _config(self, path: Path) -> Config:
         return self.resolver.for_folder(path.absolute().parent)
@@ -37,13 +39,29 @@ class PathFilter:
 
     def excluded(self, path: Path, is_dir: bool) -> bool:
         """For a path found while walking a folder: excluded by patterns or by ``.gitignore``."""
-        cfg = self._config(path)
-        if matches(self._patterns(cfg), path, cfg.root, is_dir):
+        rules = self._rules(path.parent)
+        name = path.name
+        if matches_relative(rules.patterns, name if rules.prefix is None else rules.prefix + name, is_dir):
             return True
-        respect = self.overrides.respect_gitignore
-        if respect is None:
-            respect = cfg.respect_gitignore
-        return respect and self._ignores.ignored(path, is_dir)
+        return rules.respect_gitignore and self._ignores.ignored_in(rules.folder, name, is_dir)
+
+    def _rules(self, folder: Path) -> _FolderRules:
+        """What decides for the entries of ``folder``, worked out once per folder: a walk asks
+        for every file, and path arithmetic would cost more than the matching."""
+        found = self._folders.get(folder)
+        if found is None:
+            absolute = folder.absolute()
+            cfg = self.resolver.for_folder(absolute)
+            try:
+                relative = absolute.relative_to(cfg.root.absolute()).as_posix()
+                prefix: str | None = "" if relative == "." else relative + "/"
+            except ValueError:
+                prefix = None  # outside the configuration's folder: matched by name alone
+            respect = self.overrides.respect_gitignore
+            if respect is None:
+                respect = cfg.respect_gitignore
+            found = self._folders[folder] = _FolderRules(absolute, self._patterns(cfg), prefix, respect)
+        return found
 
     def explicitly_excluded(self, path: Path) -> bool:
         """For a path named on the command line: excluded only under ``force-exclude``, when the
@@ -53,6 +71,16 @@ class PathFilter:
         if not (cfg.force_exclude if force is None else force):
             return False
         return matches(self._patterns(cfg), path, cfg.root, path.is_dir())
+
+
+@dataclass(frozen=True)
+class _FolderRules:
+    """The exclusion rules for the entries of one folder."""
+
+    folder: Path  # absolute
+    patterns: tuple[str, ...]
+    prefix: str | None  # the folder relative to the configuration's root, "/"-terminated
+    respect_gitignore: bool
 
 
 @lru_cache(maxsize=1024)
@@ -81,6 +109,7 @@ class GitIgnores:
 
     def __init__(self) -> None:
         self._folders: dict[Path, tuple[bool, _Sources]] = {}
+        self._prefixes: dict[Path, tuple[tuple[pathspec.PathSpec, str], ...] | None] = {}
 
     def _sources_for(self, folder: Path) -> tuple[bool, _Sources]:
         """Whether ``folder`` is inside a repository, and its ignore files, deepest first."""
@@ -102,12 +131,21 @@ class GitIgnores:
     def ignored(self, path: Path, is_dir: bool) -> bool:
         """Whether git would ignore ``path``."""
         path = path.absolute()
-        in_repository, sources = self._sources_for(path.parent)
-        if not in_repository:
+        return self.ignored_in(path.parent, path.name, is_dir)
+
+    def ignored_in(self, folder: Path, name: str, is_dir: bool) -> bool:
+        """Whether git would ignore the entry ``name`` of the absolute ``folder``."""
+        if folder not in self._prefixes:
+            in_repository, sources = self._sources_for(folder)
+            self._prefixes[folder] = tuple(
+                (spec, "" if base == folder else folder.relative_to(base).as_posix() + "/")
+                for spec, base in sources) if in_repository else None
+        prefixes = self._prefixes[folder]
+        if prefixes is None:
             return False
-        for spec, base in sources:
-            relative = path.relative_to(base).as_posix() + ("/" if is_dir else "")
-            decision = spec.check_file(relative).include
+        relative = name + ("/" if is_dir else "")
+        for spec, prefix in prefixes:
+            decision = spec.check_file(prefix + relative).include
             if decision is not None:
                 return decision
         return False

@@ -21,10 +21,10 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
-from gradlint.cache import Cache
+from gradlint.cache import Cache, content_digest
 from gradlint.diagnostics import Diagnostic, Span
 from gradlint.rules import SYNTAX_ERROR
-from gradlint.screen import worth_analysing
+from gradlint.screen import filter_flavour, worth_analysing
 from gradlint.settings import Settings
 
 DEFAULT_MAX_FILE_SIZE = 1 << 20
@@ -149,28 +149,49 @@ def run(paths: Sequence[Path], settings: Settings | Mapping[Path, Settings], *, 
         own = settings if isinstance(settings, Settings) else settings[path]
         shown = shown_as(path)
         try:
-            with open(path, "rb") as handle:
-                size = os.fstat(handle.fileno()).st_size
-                if max_file_size and size > max_file_size:
-                    result.skipped.append(Skipped(shown, size))
-                    continue
-                data = handle.read()
+            status = os.stat(path)
+            if max_file_size and status.st_size > max_file_size:
+                result.skipped.append(Skipped(shown, status.st_size))
+                continue
+            worth, digest = _triage(path, status, own, cache)
         except OSError as exc:
             found[index] = _io_error(shown, exc, own)
             result.files_checked += 1
             continue
         result.files_checked += 1
-        if not worth_analysing(data, own):
+        if not worth:
             continue
-        cached = cache.get(cache.key(data, own, _is_notebook(path)), shown) if cache else None
+        cached = cache.get(cache.key(digest, own, _is_notebook(path)), shown) if cache and digest else None
         if cached is not None:
             found[index] = cached
         else:
-            tasks.append(_Task(index, path, shown, own, len(data)))
+            tasks.append(_Task(index, path, shown, own, status.st_size))
+    if cache is not None:
+        cache.save_index()
     for index, diagnostics in _lint_tasks(tasks, jobs, cache):
         found[index] = diagnostics
     result.diagnostics = sorted((d for group in found for d in group), key=Diagnostic.sort_key)
     return result
+
+
+def _triage(path: Path, status: os.stat_result, settings: Settings, cache: Cache | None) -> tuple[bool, str | None]:
+    """Whether the file passes the text filters and, with a cache, the digest of its bytes:
+    from the cache's file index when the file is unchanged, else by reading it."""
+    flavour = filter_flavour(settings)
+    facts = cache.recall(path, status) if cache else None
+    if facts is not None and flavour in facts and (not facts[flavour] or "digest" in facts):
+        return facts[flavour], facts.get("digest")
+    with open(path, "rb") as handle:
+        data = handle.read()
+        after = os.fstat(handle.fileno())
+    worth = worth_analysing(data, settings)
+    if cache is None:
+        return worth, None
+    facts = {**(facts or {}), flavour: worth}
+    if worth:
+        facts["digest"] = content_digest(data)
+    cache.remember(path, status, after, facts)
+    return worth, facts.get("digest")
 
 
 def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[tuple[int, list[Diagnostic]]]:
@@ -245,7 +266,7 @@ def _lint_task(task: _Task, cache: Cache | None) -> tuple[int, list[Diagnostic]]
     notebook = _is_notebook(task.path)
     diagnostics = _lint_data(data, task.shown, task.settings, notebook)
     if cache is not None:
-        cache.put(cache.key(data, task.settings, notebook), diagnostics)
+        cache.put(cache.key(content_digest(data), task.settings, notebook), diagnostics)
     return task.index, diagnostics
 
 
