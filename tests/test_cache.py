@@ -195,3 +195,59 @@ def test_two_concurrent_runs_share_the_cache(project: Path) -> None:
     assert not list((project / CACHE_DIR_NAME).rglob("*.tmp"))
     warm = subprocess.run(command, cwd=project, env=env, capture_output=True, timeout=600)
     assert warm.stdout == reference.stdout
+
+
+@pytest.fixture
+def settled(monkeypatch: pytest.MonkeyPatch) -> None:
+    """Files count as settled at once (normally only two seconds after their last change)."""
+    monkeypatch.setattr(cache_module, "SETTLED_NS", -10**9)
+
+
+def _no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
+    def refuse(data: bytes, settings: Settings) -> bool:
+        raise AssertionError("an unchanged file was read again")
+    monkeypatch.setattr(runner_module, "worth_analysing", refuse)
+
+
+def test_unchanged_settled_files_are_not_read_again(project: Path, settled: None,
+                                                    monkeypatch: pytest.MonkeyPatch) -> None:
+    (project / "plain.py").write_text("x = 1\n")
+    first = run(_files(project), default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    _no_reading(monkeypatch)
+    again = run(_files(project), default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    assert _dicts(again) == _dicts(first) and again.files_checked == 4
+
+
+def test_the_index_notices_a_rewrite_that_keeps_size_and_times(project: Path, settled: None) -> None:
+    bad = project / "bad.py"
+    run([Path("bad.py")], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    before = bad.stat()
+    bad.write_text(BAD.replace("scheduler.step()", "scheduler.sTep()"))  # same size, no GL104
+    os.utime(bad, ns=(before.st_atime_ns, before.st_mtime_ns))
+    assert bad.stat().st_size == before.st_size and bad.stat().st_mtime_ns == before.st_mtime_ns
+    found = run([Path("bad.py")], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    assert [d.code for d in found.diagnostics] == ["GL101"]
+
+
+def test_the_index_notices_a_replaced_file(project: Path, settled: None) -> None:
+    run([Path("bad.py")], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    (project / "other.py").write_text(GOOD)
+    os.replace(project / "other.py", project / "bad.py")
+    assert run([Path("bad.py")], default_settings(), cache=Cache(project / CACHE_DIR_NAME)).diagnostics == []
+
+
+def test_files_changed_just_now_are_not_remembered(project: Path) -> None:
+    run(_files(project), default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    assert not list((project / CACHE_DIR_NAME).rglob("files.json"))
+
+
+def test_the_index_remembers_what_each_filter_setting_said(project: Path, settled: None,
+                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    (project / "note.py").write_text("x = 1  # noqa: GL101\n")
+    with_gl900 = Settings(select=default_settings().select | {"GL900"})
+    first = run([Path("note.py")], with_gl900, cache=Cache(project / CACHE_DIR_NAME))
+    assert [d.code for d in first.diagnostics] == ["GL900"]
+    assert run([Path("note.py")], default_settings(), cache=Cache(project / CACHE_DIR_NAME)).diagnostics == []
+    _no_reading(monkeypatch)
+    assert _dicts(run([Path("note.py")], with_gl900, cache=Cache(project / CACHE_DIR_NAME))) == _dicts(first)
+    assert run([Path("note.py")], default_settings(), cache=Cache(project / CACHE_DIR_NAME)).diagnostics == []
