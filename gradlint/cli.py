@@ -90,7 +90,8 @@ def main() -> None:
 @click.option("-j", "--jobs", "jobs_text", metavar="N",
               help="Worker processes (default: the number of CPUs; 1: no pool).")
 @click.option("--max-file-size", "max_size_text", metavar="BYTES",
-              help=f"Skip files larger than this, with a notice (default: {DEFAULT_MAX_FILE_SIZE}; 0: no limit).")
+              help=f"Skip files larger than this, with a notice (default: the max-file-size setting, "
+                   f"else {DEFAULT_MAX_FILE_SIZE}; 0: no limit).")
 def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignore: str | None,
           extend_select: str | None, exclude: str | None, extend_exclude: str | None,
           force_exclude: bool | None, respect_gitignore: bool | None, config_path: Path | None,
@@ -100,8 +101,7 @@ def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignor
           max_size_text: str | None) -> None:
     """Check PATHS (files or folders; default: the current folder; '-': stdin)."""
     jobs = _whole_number("--jobs", jobs_text, minimum=1) if jobs_text is not None else default_jobs()
-    max_file_size = (_whole_number("--max-file-size", max_size_text, minimum=0) if max_size_text is not None
-                     else DEFAULT_MAX_FILE_SIZE)
+    max_size = _whole_number("--max-file-size", max_size_text, minimum=0) if max_size_text is not None else None
     cache = None if no_cache else _cache(cache_dir)
     overrides = Overrides(select=_codes(select), ignore=_codes(ignore) or (),
                           extend_select=_codes(extend_select) or (), exclude=_codes(exclude),
@@ -118,12 +118,13 @@ def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignor
                          exit_zero, fix=fix, unsafe=unsafe_fixes)
         files = discover(list(paths) or [Path(".")], PathFilter(resolver, overrides))
         settings = {path: settings_for(path, overrides=overrides, resolver=resolver) for path in files}
+        limits = max_size if max_size is not None else {path: _size_limit(resolver, path) for path in files}
     except SettingsError as exc:
         fail(str(exc))
     if fix or diff:
         _fix(files, settings, diff, show_fixes, output_format, output_file, options, color, exit_zero)
-    result = run(files, settings, jobs=jobs, cache=cache, max_file_size=max_file_size)
-    _notify_skipped(result, max_file_size)
+    result = run(files, settings, jobs=jobs, cache=cache, max_file_size=limits)
+    _notify_skipped(result)
     if add_noqa:
         _add_noqa(files, result.diagnostics)
     _emit(Report(result.diagnostics, result.files_checked), output_format, output_file, options, color)
@@ -149,11 +150,17 @@ def _cache(cache_dir: Path | None) -> Cache:
     return Cache(directory)
 
 
-def _notify_skipped(result: RunResult, max_file_size: int) -> None:
+def _size_limit(resolver: ConfigResolver, path: Path) -> int:
+    """The ``max-file-size`` of the configuration governing ``path``, else the default."""
+    configured = resolver.for_path(path).max_file_size
+    return DEFAULT_MAX_FILE_SIZE if configured is None else configured
+
+
+def _notify_skipped(result: RunResult) -> None:
     """One notice on stderr per file skipped for its size (not a diagnostic)."""
     for skipped in result.skipped:
         click.echo(f"gradlint: notice: skipped {skipped.path}: {skipped.size} bytes is over the "
-                   f"{max_file_size}-byte limit (--max-file-size 0 checks it)", err=True)
+                   f"{skipped.limit}-byte limit (--max-file-size 0 checks it)", err=True)
 
 
 def _emit(report: Report, output_format: str, output_file: Path | None, options: ReportOptions, color: str,

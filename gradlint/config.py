@@ -52,6 +52,7 @@ class Config:
     respect_gitignore: bool = True
     force_exclude: bool = False
     names: tuple[tuple[str, Kind], ...] = ()
+    max_file_size: int | None = None
 
 
 @dataclass(frozen=True)
@@ -91,6 +92,12 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def _size(value: Any, where: str) -> int:
+    if isinstance(value, bool) or not isinstance(value, int) or value < 0:
+        raise SettingsError(f"{where}: expected a whole number of bytes >= 0 (0: no limit)")
+    return value
+
+
 def _bool(value: Any, where: str) -> bool:
     if not isinstance(value, bool):
         raise SettingsError(f"{where}: expected true or false")
@@ -128,6 +135,7 @@ _KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "respect-gitignore": ("respect_gitignore", _bool),
     "force-exclude": ("force_exclude", _bool),
     "names": ("names", _names),
+    "max-file-size": ("max_file_size", _size),
 }
 
 

@@ -37,10 +37,11 @@ the pool stays small, enough that the workers finish together."""
 
 @dataclass(frozen=True)
 class Skipped:
-    """A file left out because it is larger than the size limit."""
+    """A file left out because it is larger than its size limit."""
 
     path: str
     size: int
+    limit: int
 
 
 @dataclass
@@ -134,12 +135,13 @@ class _Task:
 
 
 def run(paths: Sequence[Path], settings: Settings | Mapping[Path, Settings], *, jobs: int = 1,
-        cache: Cache | None = None, max_file_size: int = DEFAULT_MAX_FILE_SIZE) -> RunResult:
+        cache: Cache | None = None, max_file_size: int | Mapping[Path, int] = DEFAULT_MAX_FILE_SIZE) -> RunResult:
     """Lint every file in ``paths``, with one settings value or one per path.
 
     ``jobs`` processes lint the files the cache cannot answer (1: this process only);
-    ``cache`` (optional) answers and stores results; files over ``max_file_size`` bytes
-    are skipped (0: no limit). The diagnostics come sorted, the same for any ``jobs``.
+    ``cache`` (optional) answers and stores results; files over ``max_file_size`` bytes (one
+    limit or one per path; 0: no limit) are skipped. The diagnostics come sorted, the same
+    for any ``jobs``.
     """
     result = RunResult()
     found: list[list[Diagnostic]] = [[] for _ in paths]
@@ -150,8 +152,9 @@ def run(paths: Sequence[Path], settings: Settings | Mapping[Path, Settings], *, 
         shown = shown_as(path)
         try:
             status = os.stat(path)
-            if max_file_size and status.st_size > max_file_size:
-                result.skipped.append(Skipped(shown, status.st_size))
+            limit = max_file_size if isinstance(max_file_size, int) else max_file_size[path]
+            if limit and status.st_size > limit:
+                result.skipped.append(Skipped(shown, status.st_size, limit))
                 continue
             worth, digest = _triage(path, status, own, cache)
         except OSError as exc:

@@ -103,7 +103,7 @@ def test_a_lower_limit_skips_smaller_files(tmp_path: Path, monkeypatch: pytest.M
     monkeypatch.chdir(tmp_path)
     (tmp_path / "bad.py").write_text(BAD)
     result = run([Path("bad.py")], default_settings(), max_file_size=100)
-    assert result.skipped == [Skipped("bad.py", len(BAD))]
+    assert result.skipped == [Skipped("bad.py", len(BAD), 100)]
     assert result.files_checked == 0 and result.diagnostics == []
     assert len(run([Path("bad.py")], default_settings(), max_file_size=len(BAD)).diagnostics) == 2
 
@@ -114,3 +114,25 @@ def test_an_unreadable_file_is_a_syntax_error_diagnostic(tmp_path: Path, monkeyp
     assert [(d.path, d.code, d.message) for d in result.diagnostics] == [
         ("missing.py", "GL000", "I/O error: cannot read file: No such file or directory")]
     assert result.files_checked == 1
+
+
+def test_the_limit_from_the_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text("[tool.gradlint]\nmax-file-size = 100\n")
+    (tmp_path / "bad.py").write_text(BAD)
+    result = gradlint("check", ".", "--format", "concise")
+    assert (result.exit_code, result.stdout) == (0, "All checks passed! (0 files checked)\n")
+    assert result.stderr == (f"gradlint: notice: skipped bad.py: {len(BAD)} bytes is over the 100-byte limit "
+                             "(--max-file-size 0 checks it)\n")
+    assert gradlint("check", ".", "--max-file-size", "0").exit_code == 1
+
+
+@pytest.mark.parametrize("value", ["-1", "'1MB'", "true", "1.5"])
+def test_a_bad_limit_in_the_configuration(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, value: str) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pyproject.toml").write_text(f"[tool.gradlint]\nmax-file-size = {value}\n")
+    (tmp_path / "bad.py").write_text(BAD)
+    result = gradlint("check", ".")
+    assert result.exit_code == 2
+    assert result.stderr == ("gradlint: error: pyproject.toml: [tool.gradlint] max-file-size: "
+                             "expected a whole number of bytes >= 0 (0: no limit)\n")
