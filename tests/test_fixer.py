@@ -332,8 +332,14 @@ def test_fix_all_properties(path: Path) -> None:
     assert (again.text, again.fixed) == (result.text, [])
 
 
+# Reported without a fix on purpose: the clip lives in a helper the loop calls, and moving a
+# call across functions is not a rewrite gradlint can prove correct.
+NO_FIX_BY_DESIGN = ["fixtures/core/gl101_helper_train_step.py:17 GL101"]
+
+
 def test_every_fixable_marker_is_fixed() -> None:
-    """Each fixture finding whose rule offers a fix gets one (and it is applied)."""
+    """Each fixture finding whose rule offers a fix gets one (and it is applied), except the
+    findings that are reported without a fix by design."""
     unfixed = []
     for path in FILES:
         source = path.read_text(encoding="utf-8")
@@ -342,7 +348,7 @@ def test_every_fixable_marker_is_fixed() -> None:
         remaining = fix_source(source, name, default_settings(), unsafe=True).remaining
         unfixed += [f"{name}:{d.line} {d.code}" for d in remaining if d.code in {f.code for f in fixable}
                     and d.code != "GL202"]
-    assert unfixed == []
+    assert unfixed == NO_FIX_BY_DESIGN
 
 
 def test_cli_fix_all_fixtures_matches_the_diff(tmp_path: Path, monkeypatch) -> None:
@@ -368,5 +374,7 @@ def test_cli_fix_all_fixtures_matches_the_diff(tmp_path: Path, monkeypatch) -> N
     assert expected and sorted(shown.stdout.split("\n\n")) == sorted([*expected, ""])
     assert "fixed" in fixed.stdout.splitlines()[-1]
     fixable = ",".join(code for code, info in CATALOGUE.items() if info.fix)
-    clean = gradlint("check", "--format", "concise", "--select", fixable, ".")
-    assert (clean.exit_code, clean.stdout.splitlines()[-1]) == (0, f"All checks passed! ({len(before)} files checked)")
+    clean = gradlint("check", "--format", "text", "--select", fixable, ".")
+    left = [f"fixtures/{line.split(':')[0]}:{line.split(':')[1]} {line.split()[1]}"
+            for line in clean.stdout.splitlines()[:-1]]
+    assert (clean.exit_code, left) == (1, NO_FIX_BY_DESIGN)
