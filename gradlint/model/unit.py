@@ -9,6 +9,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import lru_cache
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
@@ -62,14 +63,22 @@ def parse_unit(lines: list[str], unit: Unit, facts: ModuleFacts) -> UnitModel:
     if not body.endswith("\n"):
         body += "\n"
     nested = unit.indent > 0
-    module = cst.parse_module(_HEADER + body if nested else body)
-    wrapper = MetadataWrapper(module, unsafe_skip_copy=True)
-    positions = wrapper.resolve(PositionProvider)
-    first = module.body[0]
-    root = first.body.body[0] if nested and isinstance(first, cst.If) else first
+    module, root, positions = _parse_segment(_HEADER + body if nested else body, nested)
     offset = unit.start_line - 1 - (1 if nested else 0)
     return UnitModel(unit=unit, module=module, root=root, positions=positions,
                      line_offset=offset, facts=facts)
+
+
+@lru_cache(maxsize=64)
+def _parse_segment(text: str, nested: bool) -> tuple[cst.Module, cst.CSTNode, Mapping[cst.CSTNode, CodeRange]]:
+    """libcst tree and positions of one unit's text. Trees are immutable and positions are
+    relative to the unit, so a re-lint (the language server on every edit) parses only the
+    units whose text changed, wherever they moved in the file."""
+    module = cst.parse_module(text)
+    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    first = module.body[0]
+    root = first.body.body[0] if nested and isinstance(first, cst.If) else first
+    return module, root, positions
 
 
 class UnitLibrary:
