@@ -211,15 +211,16 @@ def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides
     display = display_path(name) if stdin_filename else "-"
     if stdin_filename and PathFilter(resolver, overrides).explicitly_excluded(name):
         diagnostics: list[Diagnostic] = []
-        text, output, files = "", data if fix else None, 0
+        text, output, files, fixed = "", data if fix else None, 0, 0
     else:
         checked = check_stdin(data, display, settings_for(name, overrides=overrides, resolver=resolver),
                               fix=fix, unsafe=unsafe)
-        diagnostics, text, output, files = checked.diagnostics, checked.text, checked.output, 1
+        diagnostics, text, output, files, fixed = (checked.diagnostics, checked.text, checked.output, 1,
+                                                   checked.fixed)
     if output is not None:
         sys.stdout.buffer.write(output)
         sys.stdout.flush()
-    report = Report(diagnostics, files, {display: text})
+    report = Report(diagnostics, files, {display: text}, fixed=fixed)
     _emit(report, output_format, output_file, options, color, sys.stderr if output is not None else None)
     sys.exit(0 if exit_zero or not diagnostics else 1)
 

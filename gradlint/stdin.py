@@ -20,6 +20,7 @@ class StdinResult:
     diagnostics: list[Diagnostic]
     text: str
     output: bytes | None = None
+    fixed: int = 0  # problems the fix resolved (``diagnostics`` are what remains)
 
 
 def check_stdin(data: bytes, display: str, settings: Settings, *, fix: bool = False,
@@ -39,7 +40,7 @@ def check_stdin(data: bytes, display: str, settings: Settings, *, fix: bool = Fa
         output = encode(decoded, result.text)
     except UnicodeEncodeError:
         return StdinResult(lint_bytes(data, display, settings), decoded.text, data)
-    return StdinResult(result.remaining, result.text, output)
+    return StdinResult(result.remaining, result.text, output, len(result.fixed))
 
 
 def _notebook(data: bytes, display: str, settings: Settings, fix: bool, unsafe: bool) -> StdinResult:
@@ -50,4 +51,4 @@ def _notebook(data: bytes, display: str, settings: Settings, fix: bool, unsafe: 
     except (UnicodeDecodeError, NotebookError):
         return StdinResult(lint_notebook(data, display, settings), "", data)
     output = result.text.encode("utf-8") if result.fixed else data
-    return StdinResult(result.remaining, result.text, output)
+    return StdinResult(result.remaining, result.text, output, len(result.fixed))
