@@ -59,7 +59,7 @@ def test_fix_writes_the_fixed_text_to_stdout_and_the_report_to_stderr(project: P
                       input=BAD)
     assert result.exit_code == 0
     assert result.stdout == FIXED_ALL
-    assert result.stderr == "All checks passed! (1 file checked)\n"
+    assert result.stderr == "Found 2 problems (2 fixed, 0 remaining).\n"
 
 
 def test_fix_keeps_crlf_and_passes_unfixable_text_through(project: Path) -> None:
