@@ -8,6 +8,7 @@ top-level statements) that can hold a training loop. Only those are handed to li
 from __future__ import annotations
 
 import ast
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gradlint.names import Kind, build_alias_table, constructor_kind, kind_by_name, resolve
@@ -141,6 +142,12 @@ def _is_training_call(node: ast.AST) -> bool:
     return isinstance(func, ast.Name) and func.id in ("backward", "manual_backward", "loss_scaler")
 
 
+LEAVES = (ast.expr_context, ast.Constant, ast.Name, ast.alias, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)
+"""Nodes with nothing below them that the walk looks at (contexts, constants, names,
+operators): not visiting them halves the walk. The collector has no ``visit_`` method for
+any of them (tests/test_fast_path.py checks)."""
+
+
 class _Collector(ast.NodeVisitor):
     """One walk: imports, assignments, function index and candidate units."""
 
@@ -156,6 +163,25 @@ class _Collector(ast.NodeVisitor):
         self._class: list[str] = []
         self._function: list[str] = []
         self.callers: list[tuple[Unit, set[str]]] = []  # units without training calls, and what they call
+        self._methods: dict[type, Callable[[_Collector, ast.AST], object]] = {}  # functions: no cycle
+
+    # the walk: ast.NodeVisitor's, with its method look-up remembered and leaves skipped --------
+    def visit(self, node: ast.AST) -> object:
+        method = self._methods.get(node.__class__)
+        if method is None:
+            name = "visit_" + node.__class__.__name__
+            method = self._methods[node.__class__] = getattr(type(self), name, type(self).generic_visit)
+        return method(self, node)
+
+    def generic_visit(self, node: ast.AST) -> None:
+        for field in node._fields:
+            value = getattr(node, field, None)
+            if isinstance(value, list):
+                for item in value:
+                    if isinstance(item, ast.AST) and not isinstance(item, LEAVES):
+                        self.visit(item)
+            elif isinstance(value, ast.AST) and not isinstance(value, LEAVES):
+                self.visit(value)
 
     # imports ---------------------------------------------------------------
     def visit_Import(self, node: ast.Import) -> None:

@@ -16,6 +16,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
+import gradlint.screen as screen_module
 from gradlint.engine import could_form_loop, judge_syntax, lint_bytes, lint_source
 from gradlint.rules import CATALOGUE, SYNTAX_ERROR
 from gradlint.screen import might_hold_training_loop
@@ -245,3 +246,35 @@ def test_judge_syntax_agrees_with_the_parser(source: str) -> None:
         assert str(judged.value) == str(exc)
     else:
         judge_syntax(source)
+
+
+class _ReferenceWalk(screen_module._Collector):
+    """The collector with ast.NodeVisitor's own walk: every node, no shortcut."""
+
+    visit = ast.NodeVisitor.visit
+    generic_visit = ast.NodeVisitor.generic_visit
+
+
+def _collected(collector: screen_module._Collector, tree: ast.Module) -> tuple:
+    collector.visit(tree)
+    return (collector.units, collector.other_units, collector.imports, collector.callers,
+            [(ast.dump(t), ast.dump(v)) for t, v in collector.assignments], collector.facts)
+
+
+@pytest.mark.parametrize("path", FIXTURE_FILES[::4], ids=lambda p: p.relative_to(FIXTURES).as_posix())
+def test_the_screen_walk_skips_only_leaves(path: Path) -> None:
+    tree = ast.parse(path.read_bytes())
+    fast = _collected(screen_module._Collector(screen_module.ModuleFacts(), every_unit=True), tree)
+    full = _collected(_ReferenceWalk(screen_module.ModuleFacts(), every_unit=True), tree)
+    assert fast == full
+
+
+def test_the_skipped_leaves_have_no_visit_method() -> None:
+    leaves = [cls for cls in vars(ast).values()
+              if isinstance(cls, type) and issubclass(cls, screen_module.LEAVES)]
+    own = {name for klass in screen_module._Collector.__mro__ if klass not in (ast.NodeVisitor, object)
+           for name in vars(klass)}
+    legacy = {"visit_Num", "visit_Str", "visit_Bytes", "visit_NameConstant", "visit_Ellipsis"}  # via visit_Constant
+    assert len(leaves) > 30
+    assert not {f"visit_{cls.__name__}" for cls in leaves} & own
+    assert not legacy & own
