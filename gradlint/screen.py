@@ -174,8 +174,8 @@ class _Collector(ast.NodeVisitor):
         return method(self, node)
 
     def generic_visit(self, node: ast.AST) -> None:
-        for field in node._fields:
-            value = getattr(node, field, None)
+        for name in node._fields:
+            value = getattr(node, name, None)
             if isinstance(value, list):
                 for item in value:
                     if isinstance(item, ast.AST) and not isinstance(item, LEAVES):
