@@ -18,7 +18,7 @@ from gradlint.diagnostics import Diagnostic
 from gradlint.fixer import write_atomic
 from gradlint.notebook import NotebookError, read_notebook, write_cells
 from gradlint.rules import SYNTAX_ERROR, UNUSED_SUPPRESSION
-from gradlint.source import SourceError, decode, encode
+from gradlint.source import SourceError, decode, encode, read_source_file
 from gradlint.suppression import CODE, NOQA
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
@@ -97,7 +97,7 @@ def _mark(body: str, codes: list[str], comment: tuple[int, str] | None) -> str |
 def add_noqa_file(path: Path, diagnostics: list[Diagnostic]) -> Added:
     """Add suppressions to the file at ``path`` (a notebook cell by cell) and write it
     atomically when something changed. Raises ``OSError`` when it cannot be read or written."""
-    data = path.read_bytes()
+    data = read_source_file(path)
     if path.suffix == ".ipynb":
         return _add_to_notebook(path, data, diagnostics)
     try:

@@ -12,6 +12,7 @@ from typing import TextIO
 import click
 
 from gradlint import __version__
+from gradlint.budget import DEFAULT_TIMEOUT
 from gradlint.cache import Cache, CacheError, default_cache_dir
 from gradlint.cache import clean as clean_cache
 from gradlint.config import ConfigResolver, Overrides, check_overrides, settings_for
@@ -92,16 +93,20 @@ def main() -> None:
 @click.option("--max-file-size", "max_size_text", metavar="BYTES",
               help=f"Skip files larger than this, with a notice (default: the max-file-size setting, "
                    f"else {DEFAULT_MAX_FILE_SIZE}; 0: no limit).")
+@click.option("--timeout", "timeout_text", metavar="SECONDS",
+              help=f"Give up on a file whose analysis takes more CPU time than this, with a notice "
+                   f"(default: {DEFAULT_TIMEOUT}; 0: no limit).")
 def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignore: str | None,
           extend_select: str | None, exclude: str | None, extend_exclude: str | None,
           force_exclude: bool | None, respect_gitignore: bool | None, config_path: Path | None,
           isolated: bool, stdin_filename: str | None, add_noqa: bool, output_file: Path | None,
           statistics: bool, quiet: bool, color: str, fix: bool, unsafe_fixes: bool, diff: bool, show_fixes: bool,
           exit_zero: bool, no_cache: bool, cache_dir: Path | None, jobs_text: str | None,
-          max_size_text: str | None) -> None:
+          max_size_text: str | None, timeout_text: str | None) -> None:
     """Check PATHS (files or folders; default: the current folder; '-': stdin)."""
     jobs = _whole_number("--jobs", jobs_text, minimum=1) if jobs_text is not None else default_jobs()
     max_size = _whole_number("--max-file-size", max_size_text, minimum=0) if max_size_text is not None else None
+    timeout = _whole_number("--timeout", timeout_text, minimum=0) if timeout_text is not None else DEFAULT_TIMEOUT
     cache = None if no_cache else _cache(cache_dir)
     overrides = Overrides(select=_codes(select), ignore=_codes(ignore) or (),
                           extend_select=_codes(extend_select) or (), exclude=_codes(exclude),
@@ -122,9 +127,9 @@ def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignor
     except SettingsError as exc:
         fail(str(exc))
     if fix or diff:
-        _fix(files, settings, diff, show_fixes, output_format, output_file, options, color, exit_zero)
-    result = run(files, settings, jobs=jobs, cache=cache, max_file_size=limits)
-    _notify_skipped(result)
+        _fix(files, settings, diff, show_fixes, output_format, output_file, options, color, exit_zero, timeout)
+    result = run(files, settings, jobs=jobs, cache=cache, max_file_size=limits, timeout=timeout)
+    _notify_skipped(result, timeout)
     if add_noqa:
         _add_noqa(files, result.diagnostics)
     _emit(Report(result.diagnostics, result.files_checked), output_format, output_file, options, color)
@@ -156,11 +161,15 @@ def _size_limit(resolver: ConfigResolver, path: Path) -> int:
     return DEFAULT_MAX_FILE_SIZE if configured is None else configured
 
 
-def _notify_skipped(result: RunResult) -> None:
-    """One notice on stderr per file skipped for its size (not a diagnostic)."""
+def _notify_skipped(result: RunResult, timeout: int) -> None:
+    """One notice on stderr per file skipped for its size or given up for its analysis time
+    (not a diagnostic)."""
     for skipped in result.skipped:
         click.echo(f"gradlint: notice: skipped {skipped.path}: {skipped.size} bytes is over the "
                    f"{skipped.limit}-byte limit (--max-file-size 0 checks it)", err=True)
+    for path in result.timed_out:
+        click.echo(f"gradlint: notice: gave up on {path}: its analysis took more than {timeout} CPU seconds "
+                   f"(--timeout 0 removes the limit)", err=True)
 
 
 def _emit(report: Report, output_format: str, output_file: Path | None, options: ReportOptions, color: str,
@@ -179,11 +188,11 @@ def _emit(report: Report, output_format: str, output_file: Path | None, options:
 
 
 def _fix(files: list[Path], settings: dict, diff: bool, show_fixes: bool, output_format: str,
-         output_file: Path | None, options: ReportOptions, color: str, exit_zero: bool) -> None:
+         output_file: Path | None, options: ReportOptions, color: str, exit_zero: bool, timeout: int) -> None:
     """``--fix`` (write the fixes, report what remains) or ``--diff`` (print them), then exit."""
     from gradlint.fix_run import fix_paths, problems, render_diff, render_fixes
 
-    outcome = fix_paths(files, settings, options.unsafe_fixes, write=not diff)
+    outcome = fix_paths(files, settings, options.unsafe_fixes, write=not diff, timeout=timeout)
     for line in problems(outcome):
         click.echo(f"gradlint: warning: {line}", err=True)
     if diff:

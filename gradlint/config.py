@@ -20,6 +20,7 @@ from typing import Any
 import pathspec
 
 from gradlint.names import Kind
+from gradlint.paths import is_file, is_folder
 from gradlint.rules import CATALOGUE
 from gradlint.settings import Settings, SettingsError, expand_codes
 
@@ -204,7 +205,7 @@ class ConfigResolver:
     def for_path(self, path: Path) -> Config:
         """The configuration for a file (or folder) ``path``."""
         path = path.absolute()
-        return self.for_folder(path if path.is_dir() else path.parent)
+        return self.for_folder(path if is_folder(path) else path.parent)
 
     def for_folder(self, folder: Path) -> Config:
         """The configuration for files directly inside ``folder``."""
@@ -226,7 +227,7 @@ class ConfigResolver:
     def _own(folder: Path) -> Config | None:
         for name in CONFIG_NAMES:
             path = folder / name
-            if path.is_file():
+            if is_file(path):
                 found = load_config(path)
                 if found is not None:
                     return found

@@ -6,6 +6,8 @@ import os
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from gradlint.paths import is_folder
+
 if TYPE_CHECKING:
     from gradlint.exclusion import PathFilter
 
@@ -33,7 +35,7 @@ def discover(paths: list[Path], path_filter: PathFilter | None = None) -> list[P
     for path in paths:
         if path_filter is not None and path_filter.explicitly_excluded(path):
             continue
-        if path.is_dir():
+        if is_folder(path):
             for file in _walk(path, path_filter):
                 found.setdefault(os.path.normpath(file), file)
         else:
@@ -65,7 +67,7 @@ def _walk(root: Path, path_filter: PathFilter | None) -> list[Path]:
                     skipped = (folder / "pyvenv.cfg").is_file() or path_filter.excluded(folder, is_dir=True)
                 if not skipped:
                     folders.append(folder)
-            elif entry.name.endswith(SOURCE_SUFFIXES) and entry.is_file():
+            elif entry.name.endswith(SOURCE_SUFFIXES) and _is_file(entry):
                 file = base / entry.name
                 if path_filter is None or not path_filter.excluded(file, is_dir=False):
                     files.append(file)
@@ -75,5 +77,14 @@ def _walk(root: Path, path_filter: PathFilter | None) -> list[Path]:
 def _is_dir(entry: os.DirEntry) -> bool:
     try:
         return entry.is_dir()
+    except OSError:
+        return False
+
+
+def _is_file(entry: os.DirEntry) -> bool:
+    """A regular file (or a symlink to one); a symlink loop or a file that cannot be looked
+    at is not walked into the run, as ``os.walk`` would skip it."""
+    try:
+        return entry.is_file()
     except OSError:
         return False

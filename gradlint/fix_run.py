@@ -35,12 +35,14 @@ class FixRun:
         return [f for f in self.files if f.changed]
 
 
-def fix_paths(paths: list[Path], settings: Settings | Mapping[Path, Settings], unsafe: bool, write: bool) -> FixRun:
-    """Fix each file in ``paths`` (writing it back when ``write``)."""
+def fix_paths(paths: list[Path], settings: Settings | Mapping[Path, Settings], unsafe: bool, write: bool,
+              timeout: float = 0) -> FixRun:
+    """Fix each file in ``paths`` (writing it back when ``write``; ``timeout``: the CPU
+    seconds the analysis of one file may take, 0 for no limit)."""
     run = FixRun()
     for path in paths:
         chosen = settings if isinstance(settings, Settings) else settings[path]
-        run.files.append(fix_file(path, display_path(path), chosen, unsafe, write))
+        run.files.append(fix_file(path, display_path(path), chosen, unsafe, write, timeout))
     return run
 
 

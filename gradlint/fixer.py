@@ -18,9 +18,10 @@ from contextlib import suppress
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gradlint.budget import AnalysisTimeout, time_budget
 from gradlint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from gradlint.settings import Settings
-from gradlint.source import SourceError, decode, encode, python_lines
+from gradlint.source import SourceError, decode, encode, python_lines, read_source_file
 
 MAX_PASSES = 10
 
@@ -215,19 +216,27 @@ class FileFix:
         return self.error is None and self.after != self.before
 
 
-def fix_file(path: Path, display: str, settings: Settings, unsafe: bool, write: bool) -> FileFix:
+def fix_file(path: Path, display: str, settings: Settings, unsafe: bool, write: bool,
+             timeout: float = 0) -> FileFix:
     """Fix one file (a notebook's code cells too); with ``write``, replace it atomically.
     Unreadable, undecodable or unwritable files keep their bytes and report every
-    diagnostic as remaining."""
+    diagnostic as remaining. A file whose analysis takes more than ``timeout`` CPU seconds
+    (0: no limit) is left as it is, with nothing reported but the error."""
     outcome = FileFix(path, display)
     try:
-        data = path.read_bytes()
+        data = read_source_file(path)
     except OSError:
         return _lint_only(outcome, settings)
-    if path.suffix == ".ipynb":
-        fixed = _fix_notebook(outcome, data, settings, unsafe)
-    else:
-        fixed = _fix_python(outcome, data, settings, unsafe)
+    try:
+        with time_budget(timeout):
+            if path.suffix == ".ipynb":
+                fixed = _fix_notebook(outcome, data, settings, unsafe)
+            else:
+                fixed = _fix_python(outcome, data, settings, unsafe)
+    except AnalysisTimeout as exc:
+        outcome.error = f"not fixed: {exc}"
+        outcome.after, outcome.fixed, outcome.remaining, outcome.reverted = outcome.before, [], [], []
+        return outcome
     if fixed is None or not outcome.changed:
         return outcome
     if write:

@@ -21,11 +21,13 @@ from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
 
+from gradlint.budget import DEFAULT_TIMEOUT, AnalysisTimeout, time_budget
 from gradlint.cache import Cache, content_digest
 from gradlint.diagnostics import Diagnostic, Span
 from gradlint.rules import SYNTAX_ERROR
 from gradlint.screen import filter_flavour, worth_analysing
 from gradlint.settings import Settings
+from gradlint.source import read_source_file, require_regular
 
 DEFAULT_MAX_FILE_SIZE = 1 << 20
 """Files larger than this many bytes are skipped unless the limit is raised (0: no limit)."""
@@ -46,11 +48,13 @@ class Skipped:
 
 @dataclass
 class RunResult:
-    """Diagnostics of a run, how many files were checked, and which were skipped."""
+    """Diagnostics of a run, how many files were checked, which were skipped for their size,
+    and which ran out of their analysis time budget (display paths; no diagnostics)."""
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files_checked: int = 0
     skipped: list[Skipped] = field(default_factory=list)
+    timed_out: list[str] = field(default_factory=list)
 
 
 def display_path(path: Path) -> str:
@@ -97,7 +101,7 @@ def lint_file(path: Path, settings: Settings) -> list[Diagnostic]:
     """Lint one file (a notebook cell by cell) from disk; an unreadable file is one GL000."""
     shown = display_path(path)
     try:
-        data = path.read_bytes()
+        data = read_source_file(path)
     except OSError as exc:
         return _io_error(shown, exc, settings)
     return _lint_data(data, shown, settings, _is_notebook(path))
@@ -125,33 +129,41 @@ def _io_error(shown: str, exc: OSError, settings: Settings) -> list[Diagnostic]:
 
 @dataclass(frozen=True)
 class _Task:
-    """A file to lint (read again by whoever lints it); ``size`` balances the pool."""
+    """A file to lint (read again by whoever lints it); ``size`` balances the pool,
+    ``timeout`` is its analysis budget in CPU seconds (0: none)."""
 
     index: int
     path: Path
     shown: str
     settings: Settings
     size: int
+    timeout: float = DEFAULT_TIMEOUT
 
 
 def run(paths: Sequence[Path], settings: Settings | Mapping[Path, Settings], *, jobs: int = 1,
-        cache: Cache | None = None, max_file_size: int | Mapping[Path, int] = DEFAULT_MAX_FILE_SIZE) -> RunResult:
+        cache: Cache | None = None, max_file_size: int | Mapping[Path, int] = DEFAULT_MAX_FILE_SIZE,
+        timeout: float = DEFAULT_TIMEOUT) -> RunResult:
     """Lint every file in ``paths``, with one settings value or one per path.
 
     ``jobs`` processes lint the files the cache cannot answer (1: this process only);
     ``cache`` (optional) answers and stores results; files over ``max_file_size`` bytes (one
-    limit or one per path; 0: no limit) are skipped. The diagnostics come sorted, the same
-    for any ``jobs``.
+    limit or one per path; 0: no limit) are skipped, as is (named in ``timed_out``) a file
+    whose analysis uses more than ``timeout`` CPU seconds (0: no limit). Anything but a
+    regular file (a FIFO, a device) is an I/O error, never read. The diagnostics come
+    sorted, the same for any ``jobs``.
     """
     result = RunResult()
     found: list[list[Diagnostic]] = [[] for _ in paths]
     tasks: list[_Task] = []
     shown_as = _PathNames()
+    shown_paths: list[str] = []
     for index, path in enumerate(paths):
         own = settings if isinstance(settings, Settings) else settings[path]
         shown = shown_as(path)
+        shown_paths.append(shown)
         try:
             status = os.stat(path)
+            require_regular(status, path)
             limit = max_file_size if isinstance(max_file_size, int) else max_file_size[path]
             if limit and status.st_size > limit:
                 result.skipped.append(Skipped(shown, status.st_size, limit))
@@ -168,11 +180,14 @@ def run(paths: Sequence[Path], settings: Settings | Mapping[Path, Settings], *, 
         if cached is not None:
             found[index] = cached
         else:
-            tasks.append(_Task(index, path, shown, own, status.st_size))
+            tasks.append(_Task(index, path, shown, own, status.st_size, timeout))
     if cache is not None:
         cache.save_index()
     for index, diagnostics in _lint_tasks(tasks, jobs, cache):
-        found[index] = diagnostics
+        if diagnostics is None:
+            result.timed_out.append(shown_paths[index])
+        else:
+            found[index] = diagnostics
     result.diagnostics = sorted((d for group in found for d in group), key=Diagnostic.sort_key)
     return result
 
@@ -197,8 +212,8 @@ def _triage(path: Path, status: os.stat_result, settings: Settings, cache: Cache
     return worth, facts.get("digest")
 
 
-def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[tuple[int, list[Diagnostic]]]:
-    """(index, diagnostics) of every task, in no particular order."""
+def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[tuple[int, list[Diagnostic] | None]]:
+    """(index, diagnostics) of every task, in no particular order (None: out of time)."""
     if not tasks:
         return
     import gradlint.engine  # noqa: F401  (before the pool forks: the workers share it)
@@ -260,20 +275,25 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context()
 
 
-def _lint_task(task: _Task, cache: Cache | None) -> tuple[int, list[Diagnostic]]:
-    """Read, lint and cache one file."""
+def _lint_task(task: _Task, cache: Cache | None) -> tuple[int, list[Diagnostic] | None]:
+    """Read, lint and cache one file; None instead of diagnostics (and nothing cached) when
+    the analysis runs out of its time budget."""
     try:
-        data = task.path.read_bytes()
+        data = read_source_file(task.path)
     except OSError as exc:
         return task.index, _io_error(task.shown, exc, task.settings)
     notebook = _is_notebook(task.path)
-    diagnostics = _lint_data(data, task.shown, task.settings, notebook)
+    try:
+        with time_budget(task.timeout):
+            diagnostics = _lint_data(data, task.shown, task.settings, notebook)
+    except AnalysisTimeout:
+        return task.index, None
     if cache is not None:
         cache.put(cache.key(content_digest(data), task.settings, notebook), diagnostics)
     return task.index, diagnostics
 
 
-def _lint_chunk(chunk: list[_Task], cache: Cache | None) -> list[tuple[int, list[Diagnostic]]]:
+def _lint_chunk(chunk: list[_Task], cache: Cache | None) -> list[tuple[int, list[Diagnostic] | None]]:
     """:func:`_lint_task` for every task of a chunk (in a worker process)."""
     return [_lint_task(task, cache) for task in chunk]
 

@@ -3,8 +3,11 @@
 from __future__ import annotations
 
 import ast
+import errno
 import io
+import os
 import re
+import stat
 import tokenize
 import warnings
 from dataclasses import dataclass
@@ -27,6 +30,22 @@ class DecodedSource:
     text: str
     encoding: str
     bom: bool
+
+
+def read_source_file(path: str | os.PathLike[str]) -> bytes:
+    """The bytes of the file at ``path``. Anything but a regular file (a FIFO, a device, a
+    folder) raises OSError instead of blocking or reading forever: it is opened without
+    waiting for a writer, and only read once it is known to be a regular file."""
+    fd = os.open(path, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0))
+    with os.fdopen(fd, "rb") as handle:
+        require_regular(os.fstat(handle.fileno()), path)
+        return handle.read()
+
+
+def require_regular(status: os.stat_result, path: str | os.PathLike[str]) -> None:
+    """Raise OSError unless ``status`` (of ``path``) is that of a regular file."""
+    if not stat.S_ISREG(status.st_mode):
+        raise OSError(errno.EINVAL, "not a regular file", os.fspath(path))
 
 
 def decode(data: bytes) -> DecodedSource:

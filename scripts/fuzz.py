@@ -24,10 +24,9 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
-from hypothesis import HealthCheck, given, settings  # noqa: E402
-from hypothesis import strategies as st  # noqa: E402
-
-import fuzzing  # noqa: E402
+import fuzzing
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
 
 SOURCES = {
     "valid": fuzzing.valid_programs,

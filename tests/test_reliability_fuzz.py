@@ -8,7 +8,13 @@ from __future__ import annotations
 from pathlib import Path
 
 import pytest
-from fuzzing import EVERY_RULE, check_program, grafted_programs, mutated_scripts, valid_programs
+from fuzzing import (
+    EVERY_RULE,
+    check_program,
+    grafted_programs,
+    mutated_scripts,
+    valid_programs,
+)
 from hypothesis import HealthCheck, given, settings
 
 from gradlint.engine import lint_bytes, lint_source

@@ -7,6 +7,7 @@ its original indentation, and so every column, stays as in the file.
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -16,8 +17,14 @@ from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from gradlint.diagnostics import Span
 from gradlint.screen import ModuleFacts, Unit
+from gradlint.source import parse_python
 
 _HEADER = "if 1:\n"
+_MAX_BOOLEAN_OPERATORS = 2000
+"""libcst nests ``a and b and c`` one level per operator, and its native parser overflows the
+C stack (the process dies, nothing to catch) at about 7,000 levels with an 8 MB stack; a
+unit with more ``and``/``or`` operators than this is not parsed. Python's parser keeps such
+chains flat, and no other construct nests deeper in libcst than in Python's own limits."""
 
 
 @dataclass(eq=False)
@@ -73,12 +80,27 @@ def parse_unit(lines: list[str], unit: Unit, facts: ModuleFacts) -> UnitModel:
 def _parse_segment(text: str, nested: bool) -> tuple[cst.Module, cst.CSTNode, Mapping[cst.CSTNode, CodeRange]]:
     """libcst tree and positions of one unit's text. Trees are immutable and positions are
     relative to the unit, so a re-lint (the language server on every edit) parses only the
-    units whose text changed, wherever they moved in the file."""
+    units whose text changed, wherever they moved in the file. Raises ParserSyntaxError, or
+    RecursionError for a unit too deeply nested for libcst."""
+    if _too_many_boolean_operators(text):
+        raise RecursionError(f"more than {_MAX_BOOLEAN_OPERATORS} boolean operators: too deep for libcst")
     module = cst.parse_module(text)
     positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
     first = module.body[0]
     root = first.body.body[0] if nested and isinstance(first, cst.If) else first
     return module, root, positions
+
+
+def _too_many_boolean_operators(text: str) -> bool:
+    """Whether ``text`` holds more ``and``/``or`` operators than libcst can nest, counted on
+    Python's syntax tree only when the words occur often enough (in any word) to matter."""
+    if text.count("and") + text.count("or") <= _MAX_BOOLEAN_OPERATORS:
+        return False
+    try:
+        tree = parse_python(text)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return False  # libcst judges it
+    return sum(len(node.values) - 1 for node in ast.walk(tree) if isinstance(node, ast.BoolOp)) > _MAX_BOOLEAN_OPERATORS
 
 
 class UnitLibrary:

@@ -3,10 +3,9 @@
 from __future__ import annotations
 
 import re
-from pathlib import Path
 
 from gradlint.notebook import cell_text
-from gradlint.source import SourceError, decode
+from gradlint.source import SourceError, decode, read_source_file
 
 _LINE_BREAK = re.compile(r"\r\n|\r|\n")  # what Python counts as a line break (not form feeds)
 
@@ -24,7 +23,7 @@ class SourceLines:
     def _text(self, path: str) -> str | None:
         if path not in self._texts:
             try:
-                data = Path(path).read_bytes()
+                data = read_source_file(path)
                 self._texts[path] = data.decode("utf-8-sig") if path.endswith(".ipynb") else decode(data).text
             except (OSError, SourceError, UnicodeDecodeError):
                 self._texts[path] = None
