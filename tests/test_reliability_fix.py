@@ -1,0 +1,162 @@
+"""Fix safety beyond tests/test_fixer.py: with every fix applied (unsafe ones too), every
+fixture keeps its statements and comments (tests/fixsafety.py); a write that fails or is
+killed at any point leaves the old file or the new one, never a truncated one."""
+
+from __future__ import annotations
+
+import os
+import signal
+import subprocess
+import sys
+import textwrap
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, ROOT
+from fixsafety import check_fix_safety, violations
+
+from gradlint import fixer
+from gradlint.diagnostics import Applicability, Diagnostic, Fix, Severity, Span
+from gradlint.discovery import discover
+from gradlint.fixer import FixResult, write_atomic
+from gradlint.settings import default_settings
+
+FILES = sorted(FIXTURES.rglob("*.py"))
+
+
+@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
+def test_every_fix_keeps_the_statements_and_comments_it_does_not_move(path: Path) -> None:
+    source = path.read_text(encoding="utf-8")
+    check = check_fix_safety(source, str(path.relative_to(ROOT)), default_settings())
+    assert check.problems == []
+
+
+def _fixed(text: str, message: str = "Move the clip") -> FixResult:
+    fix = Fix(Applicability.SAFE, message, ())
+    diagnostic = Diagnostic("x.py", Span(1, 1, 1, 1), "GL101", "clip-per-micro-batch", Severity.ERROR, "m", fix)
+    return FixResult(text, fixed=[diagnostic])
+
+
+BEFORE = "for x in data:\n    loss = model(x)  # forward\n    loss.backward()\n    log(loss)  # keep me\n"
+
+
+@pytest.mark.parametrize(("after", "message", "problem"), [
+    (BEFORE.replace("    log(loss)  # keep me\n", ""), "Move the clip", "statements lost: ['log(loss)']"),
+    (BEFORE.replace("  # keep me", ""), "Move the clip", "comment lost: line 4: # keep me"),
+    (BEFORE.replace("loss.backward()", "loss.backward("), "Move the clip", "the fixed text does not parse"),
+    (BEFORE.replace("    loss = model(x)  # forward\n", ""), "Move the clip", "statements lost: ['loss = model(x)']"),
+])
+def test_the_safety_check_sees_what_a_broken_fix_would_do(after: str, message: str, problem: str) -> None:
+    assert violations(BEFORE, _fixed(after, message))[0].startswith(problem)
+
+
+@pytest.mark.parametrize(("after", "message"), [
+    (BEFORE.replace("loss.backward()", "(loss / accum).backward()"), "Divide the loss by accum"),
+    (BEFORE.replace("    loss.backward()\n", ""), "Remove `loss.backward()`: ..."),
+    (BEFORE.replace("    log(loss)  # keep me\n", "    if ready:\n        log(loss)  # keep me\n"), "Wrap"),
+])
+def test_the_safety_check_accepts_rewrites_removals_and_wrapping(after: str, message: str) -> None:
+    assert violations(BEFORE, _fixed(after, message)) == []
+
+
+# -- interrupted writes ------------------------------------------------------------------------
+
+OLD = b"old = 1\n" * 1000
+NEW = b"new = 2\n" * 250_000  # 2 MB: several write calls
+
+
+@pytest.mark.parametrize("failing", ["mkstemp", "write", "fsync", "chmod", "replace"])
+def test_a_write_failing_at_any_step_leaves_the_old_file_and_no_temporary(
+        tmp_path: Path, monkeypatch: pytest.MonkeyPatch, failing: str) -> None:
+    path = tmp_path / "train.py"
+    path.write_bytes(OLD)
+
+    def fail(*args, **kwargs):
+        raise OSError(28, "No space left on device")
+
+    if failing == "mkstemp":
+        monkeypatch.setattr(fixer.tempfile, "mkstemp", fail)
+    elif failing == "write":
+        real_fdopen = os.fdopen
+
+        def half_then_fail(fd, *args, **kwargs):
+            handle = real_fdopen(fd, *args, **kwargs)
+            real_write = handle.write
+
+            def write(data):
+                real_write(data[: len(data) // 2])
+                handle.flush()
+                fail()
+
+            handle.write = write
+            return handle
+
+        monkeypatch.setattr(fixer.os, "fdopen", half_then_fail)
+    else:
+        monkeypatch.setattr(fixer.os, failing, fail)
+    with pytest.raises(OSError, match="No space left on device"):
+        write_atomic(path, NEW, expected=OLD)
+    assert path.read_bytes() == OLD
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]
+
+
+_CHILD = textwrap.dedent("""
+    import os, sys, time
+    from pathlib import Path
+    import gradlint.fixer as fixer
+
+    path, point = Path(sys.argv[1]), sys.argv[2]
+    old, new = path.read_bytes(), b"new = 2\\n" * 250_000
+
+    def pause():
+        print("ready", flush=True)
+        time.sleep(600)
+
+    def before(name, module):
+        real = getattr(module, name)
+        def wrapper(*args, **kwargs):
+            pause()
+            return real(*args, **kwargs)
+        setattr(module, name, wrapper)
+
+    if point == "mid-write":
+        real_fdopen = os.fdopen
+        def fdopen(fd, *args, **kwargs):
+            handle = real_fdopen(fd, *args, **kwargs)
+            real_write = handle.write
+            def write(data):
+                real_write(data[: len(data) // 2])
+                handle.flush()
+                pause()
+            handle.write = write
+            return handle
+        fixer.os.fdopen = fdopen
+    elif point == "before-write":
+        before("fdopen", fixer.os)
+    elif point == "before-rename":
+        before("replace", fixer.os)
+    elif point == "after-rename":
+        fixer._sync_folder = lambda folder: pause()
+    fixer.write_atomic(path, new, expected=old)
+""")
+
+
+@pytest.mark.skipif(not hasattr(signal, "SIGKILL"), reason="needs SIGKILL")
+@pytest.mark.parametrize(("point", "expected"), [
+    ("before-write", OLD), ("mid-write", OLD), ("before-rename", OLD), ("after-rename", NEW)])
+def test_a_write_killed_at_any_point_leaves_the_old_or_the_new_file(tmp_path: Path, point: str,
+                                                                     expected: bytes) -> None:
+    """The writing process is killed (SIGKILL: no clean-up runs) at a point it reports;
+    a temporary file may stay behind, but it is never taken for a source file."""
+    path = tmp_path / "train.py"
+    path.write_bytes(OLD)
+    child = subprocess.Popen([sys.executable, "-c", _CHILD, str(path), point], stdout=subprocess.PIPE,
+                             text=True, cwd=ROOT)
+    try:
+        assert child.stdout.readline() == "ready\n"
+    finally:
+        child.kill()
+        child.wait(timeout=60)
+        child.stdout.close()
+    assert path.read_bytes() == expected
+    assert discover([tmp_path]) == [path]
