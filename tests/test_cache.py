@@ -251,3 +251,13 @@ def test_the_index_remembers_what_each_filter_setting_said(project: Path, settle
     _no_reading(monkeypatch)
     assert _dicts(run([Path("note.py")], with_gl900, cache=Cache(project / CACHE_DIR_NAME))) == _dicts(first)
     assert run([Path("note.py")], default_settings(), cache=Cache(project / CACHE_DIR_NAME)).diagnostics == []
+
+
+def test_a_notebook_hit_keeps_its_cells(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    notebook = next((FIXTURES / "notebooks").glob("*.ipynb"))
+    (project / "train.ipynb").write_bytes(notebook.read_bytes())
+    fresh = run([Path("train.ipynb")], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    assert fresh.diagnostics and all(d.cell is not None for d in fresh.diagnostics)
+    _no_linting(monkeypatch)
+    again = run([Path("train.ipynb")], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    assert _dicts(again) == _dicts(fresh)
