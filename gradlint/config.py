@@ -10,6 +10,7 @@ The configuration that governs a file is the nearest one found from the file's f
 
 from __future__ import annotations
 
+import re
 import sys
 from collections.abc import Callable
 from dataclasses import dataclass, replace
@@ -93,6 +94,29 @@ def _strings(value: Any, where: str) -> tuple[str, ...]:
     return tuple(value)
 
 
+def pattern_error(pattern: str) -> str | None:
+    """Why ``pattern`` is no usable gitignore-style pattern (``[z-a]``, a lone ``!``, a
+    trailing backslash), or None."""
+    try:
+        pathspec.GitIgnoreSpec.from_lines([pattern])
+    except (ValueError, re.error) as exc:
+        return str(exc)
+    return None
+
+
+def _patterns(value: Any, where: str) -> tuple[str, ...]:
+    patterns = _strings(value, where)
+    for pattern in patterns:
+        _check_pattern(pattern, where)
+    return patterns
+
+
+def _check_pattern(pattern: str, where: str) -> None:
+    error = pattern_error(pattern)
+    if error is not None:
+        raise SettingsError(f"{where}: invalid pattern {pattern!r} ({error})")
+
+
 def _size(value: Any, where: str) -> int:
     if isinstance(value, bool) or not isinstance(value, int) or value < 0:
         raise SettingsError(f"{where}: expected a whole number of bytes >= 0 (0: no limit)")
@@ -108,6 +132,8 @@ def _bool(value: Any, where: str) -> bool:
 def _per_file_ignores(value: Any, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(value, dict):
         raise SettingsError(f"{where}: expected a table of glob = [codes]")
+    for glob in value:
+        _check_pattern(glob, where)
     return tuple((glob, _codes(codes, f"{where}.{glob!r}")) for glob, codes in value.items())
 
 
@@ -131,8 +157,8 @@ _KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "ignore": ("ignore", _codes),
     "extend-select": ("extend_select", _codes),
     "per-file-ignores": ("per_file_ignores", _per_file_ignores),
-    "exclude": ("exclude", _strings),
-    "extend-exclude": ("extend_exclude", _strings),
+    "exclude": ("exclude", _patterns),
+    "extend-exclude": ("extend_exclude", _patterns),
     "respect-gitignore": ("respect_gitignore", _bool),
     "force-exclude": ("force_exclude", _bool),
     "names": ("names", _names),
@@ -236,7 +262,7 @@ class ConfigResolver:
 
 def check_overrides(overrides: Overrides) -> None:
     """Raise :class:`SettingsError` for an unknown code in ``--select`` / ``--ignore`` /
-    ``--extend-select``."""
+    ``--extend-select`` or an unusable pattern in ``--exclude`` / ``--extend-exclude``."""
     for option, codes in (("--select", overrides.select or ()), ("--ignore", overrides.ignore),
                           ("--extend-select", overrides.extend_select)):
         for code in codes:
@@ -244,6 +270,9 @@ def check_overrides(overrides: Overrides) -> None:
                 expand_codes(CATALOGUE, [code])
             except SettingsError:
                 raise SettingsError(f"{option}: unknown rule code or prefix {code!r}") from None
+    for option, patterns in (("--exclude", overrides.exclude or ()), ("--extend-exclude", overrides.extend_exclude)):
+        for pattern in patterns:
+            _check_pattern(pattern, option)
 
 
 def _layer(chosen: set[str], select: tuple[str, ...] | None, ignore: tuple[str, ...],

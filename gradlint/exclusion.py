@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pathspec
 
-from gradlint.config import Config, ConfigResolver, Overrides, matches, matches_relative
+from gradlint.config import Config, ConfigResolver, Overrides, matches, matches_relative, pattern_error
 from gradlint.discovery import SKIPPED_DIRS
 
 DEFAULT_EXCLUDE = tuple(sorted(SKIPPED_DIRS))
@@ -86,7 +86,7 @@ class _FolderRules:
 @lru_cache(maxsize=1024)
 def _load_spec(path: Path, stamp: tuple[int, int]) -> pathspec.PathSpec:
     lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
-    return pathspec.GitIgnoreSpec.from_lines(lines)
+    return pathspec.GitIgnoreSpec.from_lines(line for line in lines if pattern_error(line) is None)
 
 
 def _spec(path: Path) -> pathspec.PathSpec | None:
