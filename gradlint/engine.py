@@ -8,6 +8,7 @@ the process pool and the language server all call :func:`lint_source` or :func:`
 from __future__ import annotations
 
 import ast
+import re
 import unicodedata
 import warnings
 from collections.abc import Iterable
@@ -90,26 +91,17 @@ def training_loops(source: str, path: str, settings: Settings, *, full: bool = F
     if not roots:
         return []
     lines = python_lines(source)  # numbered like the ast's units (a lone "\r" ends a line)
-    backward_names = _backward_aliases(screened.facts) | _training_helpers(lines, screened.units)
+    helpers = _Helpers(lines, screened.units, screened.facts)
     library = UnitLibrary(lines, screened.units, screened.facts)
     loops: list[TrainingLoop] = []
     for unit in roots:
-        if not full and not _unit_could_form_loop(lines, unit, backward_names):
+        if not full and not helpers.could_form_loop(unit):
             continue
         try:
             loops.extend(build_loops(library.get(unit), library.resolve))
         except (cst.ParserSyntaxError, RecursionError):
             continue  # the running Python accepted it; libcst's grammar is the limit here
     return loops
-
-
-def _training_helpers(lines: list[str], units: list[Unit]) -> frozenset[str]:
-    """Names of the module's functions that call backward: a loop that calls one trains
-    through it (the model follows such calls), so its name stands in for ``backward``."""
-    return frozenset(
-        unit.name for unit in units
-        if unit.name != "<module>" and "backward" in "".join(lines[unit.start_line - 1 : unit.end_line])
-    )
 
 
 def judge_syntax(source: str) -> None:
@@ -143,20 +135,54 @@ def could_form_loop(text: str) -> bool:
     return "backward" in text or (not text.isascii() and "backward" in unicodedata.normalize("NFKC", text))
 
 
-def _backward_aliases(facts: ModuleFacts) -> frozenset[str]:
-    """Local names imported from some ``...backward`` (``from torch.autograd import backward as bw``)."""
-    return frozenset(local for local, target in facts.aliases.items() if target.rsplit(".", 1)[-1] == "backward")
+class _Helpers:
+    """Which units can form a training loop: :func:`could_form_loop` for one unit's lines,
+    where a call can stand in for the step or the backward call.
+
+    The model follows calls into the module's training functions (``UnitLibrary.resolve``),
+    so a function whose text holds ``step`` (or calls one that does, and so on) may bring a
+    STEP into its caller, and likewise for ``backward``, which a local alias of
+    ``torch.autograd.backward`` also spells. libcst reads names as written, so a name counts
+    when the unit's text holds it as an identifier.
+    """
+
+    def __init__(self, lines: list[str], units: list[Unit], facts: ModuleFacts) -> None:
+        self._lines = lines
+        texts: dict[str, str] = {}
+        for unit in units:
+            if unit.name != "<module>":
+                texts[unit.name] = texts.get(unit.name, "") + self._text(unit)
+        idents = {name: frozenset(_IDENTIFIER.findall(text)) for name, text in texts.items()}
+        aliases = {local for local, target in facts.aliases.items() if target.rsplit(".", 1)[-1] == "backward"}
+        self._steppers = _spreading(texts, idents, ("step", NATIVE_SCALER), set())
+        self._backwards = _spreading(texts, idents, ("backward", NATIVE_SCALER), aliases)
+
+    def _text(self, unit: Unit) -> str:
+        return "".join(self._lines[unit.start_line - 1 : unit.end_line])
+
+    def could_form_loop(self, unit: Unit) -> bool:
+        """Whether ``unit`` may hold a loop with a step and a backward call, its own or a helper's."""
+        body = self._text(unit)
+        if NATIVE_SCALER in body:
+            return True
+        names = frozenset(_IDENTIFIER.findall(body))
+        return ("step" in body or bool(names & self._steppers)) and ("backward" in body or bool(names & self._backwards))
 
 
-def _unit_could_form_loop(lines: list[str], unit: Unit, backward_names: frozenset[str]) -> bool:
-    """:func:`could_form_loop` for one unit's own lines: ``step`` and a backward call spelled
-    ``backward`` or through a local alias (libcst reads names as written)."""
-    body = "".join(lines[unit.start_line - 1 : unit.end_line])
-    if NATIVE_SCALER in body:
-        return True
-    if "step" not in body:
-        return False
-    return "backward" in body or any(name in body for name in backward_names)
+_IDENTIFIER = re.compile(r"\w+")
+
+
+def _spreading(texts: dict[str, str], idents: dict[str, frozenset[str]], words: tuple[str, ...],
+               seed: set[str]) -> frozenset[str]:
+    """Names whose call may bring one of ``words`` along: the seed, the functions whose text
+    holds a word, then the functions that name one of those, until nothing changes."""
+    found = seed | {name for name, text in texts.items() if any(word in text for word in words)}
+    changed = True
+    while changed:
+        grown = {name for name, names in idents.items() if name not in found and names & found}
+        found |= grown
+        changed = bool(grown)
+    return frozenset(found)
 
 
 def _check(loop: TrainingLoop, path: str, settings: Settings) -> Iterable[Diagnostic]:

@@ -100,6 +100,25 @@ def fit(loader):
             optimizer.step()
             optimizer.zero_grad()
 """,
+    "a driver that trains only through helpers (one steps, one runs backward)": """
+def sync_backward(accelerator, loss):
+    accelerator.backward(loss)
+
+
+def train_epoch(opt, sched, loader):
+    for iteration, batch in enumerate(loader):
+        opt.step()
+        if (iteration + 1) % 2 == 0:
+            sched.step()
+
+
+def main(accelerator, loss, opt, sched, loader, flags):
+    if flags:
+        sync_backward(accelerator, loss)
+    train_epoch(opt, sched, loader)
+    if flags:
+        train_epoch(opt, sched, loader)
+""",
     "module-level loop": PREAMBLE + """
 for i, batch in enumerate(loader):
     loss = model(batch)
