@@ -119,6 +119,16 @@ def main(accelerator, loss, opt, sched, loader, flags):
     if flags:
         train_epoch(opt, sched, loader)
 """,
+    "a loop that trains through a helper whose name does not say step": PREAMBLE + """
+def update(batch):
+    loss = model(batch)
+    loss.backward()
+    optimizer.step()
+
+def train(loader):
+    for i, batch in enumerate(loader):
+        update(batch)
+""",
     "module-level loop": PREAMBLE + """
 for i, batch in enumerate(loader):
     loss = model(batch)
@@ -180,7 +190,7 @@ CALLS = [
     "optimizer.step()", "scaler.step(optimizer)", "scaler.update()", "optimizer.zero_grad()",
     "model.zero_grad()", "scheduler.step()", "scaler.unscale_(optimizer)",
     "torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)", "accelerator.clip_grad_norm_(model.parameters(), 1.0)",
-    "global_step += 1", "log(global_step)", "train_step(batch)", "optimizer.step(closure)", "continue",
+    "global_step += 1", "log(global_step)", "HELPER(batch)", "optimizer.step(closure)", "continue",
 ]
 HEADERS = [
     "for i, batch in enumerate(loader):", "for micro in range(accum):", "if (i + 1) % accum == 0:",
@@ -189,7 +199,11 @@ HEADERS = [
 ]
 
 
-def _block(draw: st.DrawFn, depth: int, indent: str) -> list[str]:
+HELPER_ONLY = ["HELPER(batch)", "global_step += 1", "log(global_step)"]
+"""A driver that trains only through the helper."""
+
+
+def _block(draw: st.DrawFn, depth: int, indent: str, calls: list[str] = CALLS) -> list[str]:
     lines: list[str] = []
     for _ in range(draw(st.integers(1, 4))):
         if depth < 3 and draw(st.booleans()):
@@ -197,26 +211,27 @@ def _block(draw: st.DrawFn, depth: int, indent: str) -> list[str]:
             if header == "else:" and not (lines and lines[-1].lstrip().startswith("if ")):
                 header = "if finished:"
             lines.append(indent + header)
-            lines.extend(_block(draw, depth + 1, indent + "    "))
+            lines.extend(_block(draw, depth + 1, indent + "    ", calls))
         else:
-            lines.append(indent + draw(st.sampled_from(CALLS)))
+            lines.append(indent + draw(st.sampled_from(calls)))
     return lines
 
 
 @st.composite
 def training_programs(draw: st.DrawFn) -> str:
     parts = [PREAMBLE]
-    if draw(st.booleans()):
-        parts.append("def train_step(batch):\n" + "\n".join(_block(draw, 1, "    ")) + "\n")
+    calls = draw(st.sampled_from([CALLS, HELPER_ONLY]))
+    if calls is HELPER_ONLY or draw(st.booleans()):  # a helper; its name may or may not say "step"
+        parts.append("def HELPER(batch):\n" + "\n".join(_block(draw, 1, "    ")) + "\n")
     where = draw(st.sampled_from(["function", "method", "module"]))
-    body = _block(draw, 0, "    " if where == "function" else "        " if where == "method" else "")
+    body = _block(draw, 0, "    " if where == "function" else "        " if where == "method" else "", calls)
     if where == "function":
         parts.append("def train(loader, accum):\n" + "\n".join(body) + "\n")
     elif where == "method":
         parts.append("class Trainer:\n    def fit(self, loader, accum):\n" + "\n".join(body) + "\n")
     else:
         parts.append("\n".join(body) + "\n")
-    return "\n".join(parts)
+    return "\n".join(parts).replace("HELPER", draw(st.sampled_from(["train_step", "update", "run_backward"])))
 
 
 def _compiles(source: str) -> bool:
@@ -227,7 +242,7 @@ def _compiles(source: str) -> bool:
     return True
 
 
-@hypothesis_settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@hypothesis_settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(training_programs())
 def test_generated_training_code(source: str) -> None:
     assert_same_as_full(source)
