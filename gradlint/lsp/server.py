@@ -9,7 +9,9 @@ supports pull diagnostics (``textDocument/diagnostic``) gets those instead of pu
 from __future__ import annotations
 
 import asyncio
+import json
 import logging
+import sys
 import time
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
@@ -18,7 +20,7 @@ from posixpath import basename
 from typing import Any
 
 from lsprotocol import types
-from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams
+from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
@@ -34,6 +36,7 @@ from gradlint.lsp.docs import rule_doc
 from gradlint.lsp.noqa import code_at
 from gradlint.lsp.positions import UTF16, Point, from_client
 from gradlint.lsp.settings_cache import SettingsCache
+from gradlint.lsp.stream import ResyncingStdin
 from gradlint.settings import Settings
 
 LOG = logging.getLogger("gradlint.lsp")
@@ -82,12 +85,18 @@ class GradlintProtocol(LanguageServerProtocol):
             raise
 
     def handle_message(self, message: Any) -> None:
-        """Answer malformed requests with their error; hand everything else to pygls."""
+        """Answer malformed requests with their error, and JSON that is no JSON-RPC message
+        at all (``[]``, ``42``, an object pygls cannot read) with Invalid Request, id null as
+        JSON-RPC asks when no request id can be told; hand everything else to pygls."""
         if isinstance(message, _Malformed):
             error = message.error
             if isinstance(error, JsonRpcInvalidParams):
                 error = JsonRpcInvalidParams(f"invalid params for {message.method}")
             self._send_response(message.id, error=error.to_response_error())
+            return
+        if not hasattr(message, "jsonrpc"):
+            error = JsonRpcInvalidRequest("not a JSON-RPC message")
+            self._send_data({"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": error.message}})
             return
         super().handle_message(message)
 
@@ -110,6 +119,15 @@ class GradlintServer(LanguageServer):
         self.lint_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradlint-lint")
         self.settings_cache = SettingsCache()
         self.state = _State()
+
+    def report_server_error(self, error: Exception, source: Any) -> None:
+        """A message body that is not JSON gets a Parse error response (id null, as JSON-RPC
+        asks) instead of an error pop-up; other errors go to pygls' report."""
+        if isinstance(error, (json.JSONDecodeError, UnicodeDecodeError)):
+            self.protocol._send_data({"jsonrpc": "2.0", "id": None,
+                                      "error": {"code": -32700, "message": f"parse error: {error}"}})
+            return
+        super().report_server_error(error, source)
 
     # -- client capabilities -------------------------------------------------------------
 
@@ -337,4 +355,4 @@ def build_server() -> GradlintServer:
 def serve() -> None:
     """Run the server on stdin / stdout until the client says exit."""
     logging.basicConfig(level=logging.WARNING, format="gradlint-lsp: %(levelname)s: %(message)s")
-    build_server().start_io()
+    build_server().start_io(stdin=ResyncingStdin(sys.stdin.buffer))

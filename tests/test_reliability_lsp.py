@@ -1,0 +1,209 @@
+"""The language server under hostile clients, spoken to raw over stdio (pytest-lsp's typed
+client cannot send broken messages): garbage and truncated messages, unknown documents,
+out-of-range positions, out-of-order versions. Every request is answered (with an error
+where it deserves one), JSON that is no request gets an error with id null, and the server
+keeps serving. See tests/test_lsp.py for the malformed-params and unknown-method cases."""
+
+from __future__ import annotations
+
+import json
+import queue
+import subprocess
+import sys
+import threading
+from collections.abc import Iterator
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+pytest.importorskip("pygls", reason="the language server needs the lsp extra (pygls)")
+
+WAIT = 30  # seconds before a missing answer fails the test (a liveness bound, not a timing)
+LOOP = """\
+import torch
+
+
+def train(model, windows, optimizer):
+    for window in windows:
+        for batch in window:
+            loss = model(batch) / len(window)
+            loss.backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)  # noqa: GL101
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+
+class RawClient:
+    """A JSON-RPC peer over the server's stdin/stdout that sends whatever it is given."""
+
+    def __init__(self, cwd: Path) -> None:
+        self.process = subprocess.Popen([sys.executable, "-m", "gradlint", "lsp"], cwd=cwd, stdin=subprocess.PIPE,
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+        self.messages: queue.Queue[dict | None] = queue.Queue()
+        self.unclaimed: list[dict] = []
+        threading.Thread(target=self._read, daemon=True).start()
+
+    def _read(self) -> None:
+        stream = self.process.stdout
+        while True:
+            length = None
+            while True:
+                line = stream.readline()
+                if not line:
+                    self.messages.put(None)
+                    return
+                if not line.strip():
+                    break
+                name, _, value = line.decode("ascii").partition(":")
+                if name.lower() == "content-length":
+                    length = int(value)
+            self.messages.put(json.loads(stream.read(length)))
+
+    def frame(self, body: bytes) -> None:
+        self.raw(b"Content-Length: %d\r\n\r\n" % len(body) + body)
+
+    def raw(self, data: bytes) -> None:
+        self.process.stdin.write(data)
+        self.process.stdin.flush()
+
+    def send(self, message: dict) -> None:
+        self.frame(json.dumps(message).encode())
+
+    def notify(self, method: str, params: Any) -> None:
+        self.send({"jsonrpc": "2.0", "method": method, "params": params})
+
+    def request(self, msg_id: int, method: str, params: Any) -> dict:
+        self.send({"jsonrpc": "2.0", "id": msg_id, "method": method, "params": params})
+        return self.wait(lambda m: m.get("id") == msg_id and "method" not in m)
+
+    def wait(self, wanted) -> dict:
+        """The first message (received or still to come) that ``wanted`` accepts."""
+        for index, message in enumerate(self.unclaimed):
+            if wanted(message):
+                return self.unclaimed.pop(index)
+        while True:
+            message = self.messages.get(timeout=WAIT)
+            assert message is not None, "the server closed its output"
+            if wanted(message):
+                return message
+            self.unclaimed.append(message)
+
+    def published(self, uri: str) -> dict:
+        return self.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                         and m["params"]["uri"] == uri)["params"]
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[RawClient]:
+    peer = RawClient(tmp_path)
+    answer = peer.request(1, "initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}})
+    assert "capabilities" in answer["result"]
+    peer.notify("initialized", {})
+    yield peer
+    peer.process.kill()
+    peer.process.wait(timeout=WAIT)
+    peer.process.stdin.close()
+    peer.process.stdout.close()
+
+
+def _open(client: RawClient, path: Path, text: str, version: int = 1) -> str:
+    uri = path.as_uri()
+    client.notify("textDocument/didOpen", {"textDocument": {"uri": uri, "languageId": "python", "version": version,
+                                                            "text": text}})
+    return uri
+
+
+def _hover(client: RawClient, msg_id: int, uri: str, line: int, character: int) -> dict:
+    return client.request(msg_id, "textDocument/hover", {"textDocument": {"uri": uri},
+                                                          "position": {"line": line, "character": character}})
+
+
+def _serves(client: RawClient, uri: str, msg_id: int) -> None:
+    """A hover on the ``GL101`` of the noqa comment is answered with the rule's document."""
+    line = LOOP.split("\n")[8]
+    answer = _hover(client, msg_id, uri, 8, line.index("GL101") + 1)
+    assert answer["result"]["contents"]["value"].startswith("# GL101: clip-per-micro-batch")
+
+
+def _error(message: dict) -> tuple[Any, int]:
+    return message.get("id"), message["error"]["code"]
+
+
+@pytest.mark.parametrize(("body", "code"), [
+    (b'{"jsonrpc": "2.0", "id": 7, "meth', -32700),
+    (b"\xff\xfe garbage", -32700),
+    (b"[]", -32600),
+    (b"42", -32600),
+    (b"null", -32600),
+    (b'"textDocument/hover"', -32600),
+], ids=["truncated-json", "not-utf8", "array", "number", "null", "string"])
+def test_a_body_that_is_no_message_gets_an_error_with_id_null(client: RawClient, tmp_path: Path, body: bytes,
+                                                              code: int) -> None:
+    uri = _open(client, tmp_path / "train.py", LOOP)
+    client.frame(body)
+    assert _error(client.wait(lambda m: "error" in m and m.get("id") is None)) == (None, code)
+    _serves(client, uri, 2)
+
+
+def test_a_wrong_content_length_costs_one_message_not_the_session(client: RawClient, tmp_path: Path) -> None:
+    """The declared length is longer than the body: the reader takes the start of the next
+    message as the rest of it. That message is lost; the ones after it are answered."""
+    uri = _open(client, tmp_path / "train.py", LOOP)
+    client.raw(b'Content-Length: 40\r\n\r\n{"jsonrpc": "2.0", "method": "x"}')
+    client.send({"jsonrpc": "2.0", "id": 2, "method": "textDocument/hover",
+                 "params": {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}}})
+    _serves(client, uri, 3)
+
+
+def test_lines_of_garbage_and_empty_messages_between_messages_are_skipped(client: RawClient, tmp_path: Path) -> None:
+    uri = _open(client, tmp_path / "train.py", LOOP)
+    client.raw(b"GARBAGE\r\nX-Other-Header: 1\r\n\r\n")
+    client.frame(b"")
+    _serves(client, uri, 2)
+
+
+@pytest.mark.parametrize("method", ["textDocument/hover", "textDocument/codeAction", "textDocument/diagnostic"])
+@pytest.mark.parametrize("uri", ["file:///nonexistent/folder/x.py", "untitled:Untitled-1"])
+def test_requests_for_unknown_documents_are_answered_with_an_error(client: RawClient, tmp_path: Path, method: str,
+                                                                    uri: str) -> None:
+    known = _open(client, tmp_path / "train.py", LOOP)
+    whole = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+    params = {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}, "range": whole,
+              "context": {"diagnostics": []}}
+    answer = client.request(2, method, params)
+    assert answer["error"]["code"] in (-32602, -32603)
+    _serves(client, known, 3)
+
+
+def test_out_of_range_positions_are_answered(client: RawClient, tmp_path: Path) -> None:
+    uri = _open(client, tmp_path / "train.py", LOOP)
+    assert _hover(client, 2, uri, 10**6, 0)["result"] is None
+    assert _hover(client, 3, uri, 8, 10**6)["result"] is None
+    assert _error(_hover(client, 4, uri, -1, 0)) == (4, -32602)
+    far = {"start": {"line": 900, "character": 0}, "end": {"line": 1000, "character": 5}}
+    stale = {"range": far, "message": "stale", "code": "GL101", "source": "gradlint"}
+    answer = client.request(5, "textDocument/codeAction", {"textDocument": {"uri": uri}, "range": far,
+                                                            "context": {"diagnostics": [stale]}})
+    assert "error" not in answer
+    _serves(client, uri, 6)
+
+
+def test_out_of_range_and_out_of_order_edits_keep_the_document_usable(client: RawClient, tmp_path: Path) -> None:
+    uri = _open(client, tmp_path / "train.py", LOOP, version=5)
+    assert client.published(uri)["diagnostics"] == []
+    far = {"start": {"line": 500, "character": 0}, "end": {"line": 600, "character": 3}}
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 6},
+                                             "contentChanges": [{"range": far, "text": "# appended\n"}]})
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 2},
+                                             "contentChanges": [{"text": LOOP.replace("  # noqa: GL101", "")}]})
+    published = client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                            and [d["code"] for d in m["params"]["diagnostics"]] == ["GL101"])
+    assert published["params"]["diagnostics"][0]["range"]["start"] == {"line": 8, "character": 12}
+    client.notify("textDocument/didChange", {"textDocument": {"uri": "file:///never/opened.py", "version": 1},
+                                             "contentChanges": [{"text": "x = 1\n"}]})
+    client.notify("textDocument/didClose", {"textDocument": {"uri": "file:///never/opened.py"}})
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 9},
+                                             "contentChanges": [{"text": LOOP}]})
+    _serves(client, uri, 2)
