@@ -55,6 +55,14 @@ def test_a_lone_carriage_return_keeps_noqa_on_its_python_line() -> None:
     assert lint_source(text, "train.py", default_settings()) == []
 
 
+def test_a_lone_carriage_return_inside_a_unit_leaves_it_without_a_fix() -> None:
+    """The fix builders read the unit's lines split on "\\n" while positions count a lone
+    "\\r": IndexError building GL103's fix. Such a unit gets its finding, without a fix."""
+    text = _regression("lone-carriage-return-in-a-unit.txt")
+    found = lint_source(text, "train.py", default_settings())
+    assert [(d.line, d.column, d.code, d.fix) for d in found] == [(4, 13, "GL103", None)]
+
+
 def test_no_unused_suppression_is_reported_in_a_file_that_does_not_parse() -> None:
     text = _regression("gl900-on-unparseable-file.txt")
     assert lint_source(text, "broken.py", EVERY_RULE) == []

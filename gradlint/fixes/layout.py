@@ -14,6 +14,7 @@ from weakref import WeakKeyDictionary
 import libcst as cst
 
 from gradlint.model.unit import UnitModel
+from gradlint.source import python_lines
 
 _LAYOUTS: WeakKeyDictionary[UnitModel, Layout] = WeakKeyDictionary()
 _INDENT = re.compile(r"[ \t]*")
@@ -43,7 +44,8 @@ class Layout:
         visitor = _Parents()
         unit.module.visit(visitor)
         self._parents = visitor.parents
-        self._lines = unit.module.code.split("\n")
+        # numbered as Python numbers lines, like the positions (a lone "\r" ends a line too)
+        self._lines = [line.removesuffix("\n") for line in python_lines(unit.module.code)]
         first = self._lines[1] if unit.unit.indent > 0 and len(self._lines) > 1 else self._lines[0]
         self.newline = "\r\n" if first.endswith("\r") else "\n"
         # a lone carriage return ends a line for Python but not for file lines split on "\n"
