@@ -120,7 +120,7 @@ def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignor
             if diff:
                 fail("--diff does not read stdin; use --fix to print the fixed text")
             _check_stdin(stdin_filename, resolver, overrides, output_format, output_file, options, color,
-                         exit_zero, fix=fix, unsafe=unsafe_fixes)
+                         exit_zero, fix=fix, unsafe=unsafe_fixes, timeout=timeout)
         files = discover(list(paths) or [Path(".")], PathFilter(resolver, overrides))
         settings = {path: settings_for(path, overrides=overrides, resolver=resolver) for path in files}
         limits = max_size if max_size is not None else {path: _size_limit(resolver, path) for path in files}
@@ -208,11 +208,13 @@ def _fix(files: list[Path], settings: dict, diff: bool, show_fixes: bool, output
 
 def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides: Overrides,
                  output_format: str, output_file: Path | None, options: ReportOptions, color: str,
-                 exit_zero: bool, fix: bool = False, unsafe: bool = False) -> None:
+                 exit_zero: bool, fix: bool = False, unsafe: bool = False, timeout: int = 0) -> None:
     """Lint (with ``fix``: fix, writing the result to stdout) the text on stdin, then exit.
+    An analysis over its ``timeout`` (CPU seconds) is a notice, the text written back as it is.
 
     Raises :class:`SettingsError` for a bad configuration.
     """
+    from gradlint.budget import AnalysisTimeout, time_budget
     from gradlint.stdin import check_stdin
 
     data = sys.stdin.buffer.read()
@@ -222,8 +224,16 @@ def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides
         diagnostics: list[Diagnostic] = []
         text, output, files, fixed = "", data if fix else None, 0, 0
     else:
-        checked = check_stdin(data, display, settings_for(name, overrides=overrides, resolver=resolver),
-                              fix=fix, unsafe=unsafe)
+        settings = settings_for(name, overrides=overrides, resolver=resolver)
+        try:
+            with time_budget(timeout):
+                checked = check_stdin(data, display, settings, fix=fix, unsafe=unsafe)
+        except AnalysisTimeout:
+            click.echo(f"gradlint: notice: gave up on {display}: its analysis took more than {timeout} CPU seconds "
+                       f"(--timeout 0 removes the limit)", err=True)
+            if fix:
+                sys.stdout.buffer.write(data)
+            sys.exit(0)
         diagnostics, text, output, files, fixed = (checked.diagnostics, checked.text, checked.output, 1,
                                                    checked.fixed)
     if output is not None:
