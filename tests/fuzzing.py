@@ -11,8 +11,9 @@ Three sources of programs, all hypothesis strategies (so failures shrink):
 
 :func:`check_program` states what must hold for any text: the core never raises, GL000 is
 reported exactly when the running Python rejects the text (and the text filter lets it in),
-every diagnostic is well formed, and the fixer never raises and never returns text that does
-not parse.
+every diagnostic is well formed, and the fixer never raises, never returns text that does
+not parse, keeps the statements and comments it does not move, and is idempotent
+(``tests/fixsafety.py``).
 """
 
 from __future__ import annotations
@@ -24,11 +25,11 @@ from functools import lru_cache
 from pathlib import Path
 
 import hypothesmith
+from fixsafety import check_fix_safety
 from hypothesis import strategies as st
 
 from gradlint.diagnostics import Diagnostic
 from gradlint.engine import lint_bytes, lint_source
-from gradlint.fixer import fix_source
 from gradlint.rules import CATALOGUE, SYNTAX_ERROR
 from gradlint.screen import might_hold_training_loop
 from gradlint.settings import Settings
@@ -102,11 +103,12 @@ def check_program(text: str, path: str = "fuzz.py", *, fix: bool = True) -> None
     if _plain_utf8(text):
         assert from_bytes == lint_source(text, path, EVERY_RULE, full=True)
     if fix:
-        result = fix_source(text, path, EVERY_RULE, unsafe=True)
+        check = check_fix_safety(text, path, EVERY_RULE)
         if rejected:
-            assert result.text == text and not result.fixed
+            assert check.result.text == text and not check.result.fixed
         else:
-            assert rejects(result.text, path) is None, result.text
+            assert rejects(check.result.text, path) is None, check.result.text
+            assert [p for p in check.problems if " fix reverted: " not in p] == []  # a revert is handled
 
 
 def _plain_utf8(text: str) -> bool:
