@@ -65,9 +65,14 @@ class Notebook:
         return next((c for c in self.cells if c.number == number), None)
 
 
-def _source(cell: dict[str, Any]) -> str:
+def _source(cell: dict[str, Any], number: int) -> str:
+    """A code cell's text: its ``source``, a string or a list of strings."""
     source = cell.get("source", "")
-    return "".join(source) if isinstance(source, list) else str(source)
+    if isinstance(source, list) and all(isinstance(part, str) for part in source):
+        return "".join(source)
+    if isinstance(source, str):
+        return source
+    raise NotebookError(f"not a notebook: the source of cell {number} is not text")
 
 
 def _mask(text: str, first_magic: int) -> tuple[str, tuple[str, ...]]:
@@ -108,9 +113,14 @@ def _open(lines: list[str]) -> bool:
 
 
 def _is_python(document: dict[str, Any]) -> bool:
-    metadata = document.get("metadata") or {}
-    language = (metadata.get("language_info") or {}).get("name") or (metadata.get("kernelspec") or {}).get("language")
+    metadata = _table(document.get("metadata"))
+    language = _table(metadata.get("language_info")).get("name") or _table(metadata.get("kernelspec")).get("language")
     return language is None or str(language).lower() == "python"
+
+
+def _table(value: Any) -> dict[str, Any]:
+    """``value`` if it is a JSON object, else an empty one (a malformed entry says nothing)."""
+    return value if isinstance(value, dict) else {}
 
 
 def read_notebook(raw: str) -> Notebook:
@@ -126,7 +136,7 @@ def read_notebook(raw: str) -> Notebook:
     if _is_python(document):
         for number, cell in enumerate(document["cells"], start=1):
             if isinstance(cell, dict) and cell.get("cell_type") == "code":
-                text = _source(cell)
+                text = _source(cell, number)
                 masked, magics = _mask(text, magic_count)
                 cells.append(Cell(number, text, masked, magics, magic_count))
                 magic_count += len(magics)

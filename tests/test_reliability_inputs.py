@@ -124,6 +124,45 @@ def test_no_warning_escapes_from_the_users_code() -> None:
     assert [str(w.message) for w in caught] == []
 
 
+def _notebook(cells: object, **document: object) -> bytes:
+    return json.dumps({"nbformat": 4, "nbformat_minor": 5, "metadata": {}, **document, "cells": cells}).encode()
+
+
+CODE_CELL = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_count": None}
+
+
+@pytest.mark.parametrize(("data", "message"), [
+    (b"{not json, backward", "not a notebook: invalid JSON: Expecting property name enclosed in double quotes: "
+                             "line 1 column 2 (char 1)"),
+    (b"[" * 100_000 + b"backward" + b"]" * 100_000,
+     "not a notebook: invalid JSON: maximum recursion depth exceeded while decoding a JSON array from a unicode "
+     "string"),
+    (_notebook("loss.backward()"), "not a notebook: no 'cells' list"),
+    (_notebook([{**CODE_CELL, "source": ["loss.backward()\n", 5, None]}]),
+     "not a notebook: the source of cell 1 is not text"),
+    (_notebook([{**CODE_CELL, "source": 5}, {**CODE_CELL, "source": "loss.backward()"}]),
+     "not a notebook: the source of cell 1 is not text"),
+], ids=["not-json", "deep-json", "cells-not-a-list", "source-list-with-numbers", "source-number"])
+@pytest.mark.parametrize("fix", [False, True])
+def test_a_broken_notebook_is_one_gl000(tmp_path: Path, monkeypatch: pytest.MonkeyPatch, data: bytes, message: str,
+                                        fix: bool) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "broken.ipynb").write_bytes(data)
+    status, lines, stderr = _lines("broken.ipynb", *(["--fix"] if fix else []))
+    assert (status, lines, stderr) == (1, [f"broken.ipynb:1:1: GL000 {message}"], "")
+    assert (tmp_path / "broken.ipynb").read_bytes() == data
+
+
+@pytest.mark.parametrize("metadata", [[1], {"language_info": "python", "kernelspec": 3}])
+def test_malformed_notebook_metadata_says_nothing(tmp_path: Path, monkeypatch: pytest.MonkeyPatch,
+                                                  metadata: object) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "nb.ipynb").write_bytes(_notebook([{**CODE_CELL, "source": BAD}], metadata=metadata))
+    status, lines, _ = _lines("nb.ipynb")
+    assert (status, [line.split(" ")[:2] for line in lines]) == (1, [["nb.ipynb:cell", "1:12:13:"],
+                                                                    ["nb.ipynb:cell", "1:13:13:"]])
+
+
 # -- files that are not files -------------------------------------------------------------
 
 
