@@ -132,11 +132,11 @@ CODE_CELL = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_coun
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    (b"{not json, backward", "not a notebook: invalid JSON: Expecting property name enclosed in double quotes: "
-                             "line 1 column 2 (char 1)"),
+    (b"{not json, backward", ("not a notebook: invalid JSON: Expecting property name enclosed in double quotes: "
+                             "line 1 column 2 (char 1)")),
     (b"[" * 100_000 + b"backward" + b"]" * 100_000,
-     "not a notebook: invalid JSON: maximum recursion depth exceeded while decoding a JSON array from a unicode "
-     "string"),
+     ("not a notebook: invalid JSON: maximum recursion depth exceeded while decoding a JSON array from a unicode "
+     "string")),
     (_notebook("loss.backward()"), "not a notebook: no 'cells' list"),
     (_notebook([{**CODE_CELL, "source": ["loss.backward()\n", 5, None]}]),
      "not a notebook: the source of cell 1 is not text"),
