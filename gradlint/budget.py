@@ -20,6 +20,9 @@ from contextlib import contextmanager
 DEFAULT_TIMEOUT = 20
 """CPU seconds the analysis of one file may take (the slowest real file takes about one)."""
 
+_LONGEST = 365 * 24 * 3600
+"""A budget longer than a year is no budget (and beyond what the timer can be set to)."""
+
 
 class AnalysisTimeout(BaseException):
     """The analysis of one file used up its budget. A BaseException, like
@@ -38,14 +41,14 @@ def can_interrupt() -> bool:
 @contextmanager
 def time_budget(seconds: float) -> Iterator[None]:
     """Raise :class:`AnalysisTimeout` out of the block once it has used ``seconds`` of CPU
-    time (0: no budget; nor where :func:`can_interrupt` is false).
+    time (0 or more than a year: no budget; nor where :func:`can_interrupt` is false).
 
     The exception is raised wherever the analysis is. Code on its way out may replace it
     (libcst's position tracking raises a KeyError while it unwinds) or swallow it; once the
     budget is spent, whatever leaves the block, an exception or a normal end, becomes the
     AnalysisTimeout: a result computed after the interruption is not trusted.
     """
-    if seconds <= 0 or not can_interrupt():
+    if seconds <= 0 or seconds > _LONGEST or not can_interrupt():
         yield
         return
     expired = False

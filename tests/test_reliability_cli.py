@@ -155,10 +155,12 @@ def test_contradictory_selection_ignore_wins(tmp_path: Path) -> None:
     assert (result.exit_code, result.stdout) == (0, "All checks passed! (1 file checked)\n")
 
 
-@pytest.mark.parametrize("jobs", ["64", "99999999999999999999"])
-def test_absurd_jobs_still_run(tmp_path: Path, jobs: str) -> None:
+@pytest.mark.parametrize(("option", "value"), [("--jobs", "64"), ("--jobs", "99999999999999999999"),
+                                               ("--timeout", "99999999999999999999"),
+                                               ("--max-file-size", "99999999999999999999")])
+def test_absurd_numbers_still_run(tmp_path: Path, option: str, value: str) -> None:
     (tmp_path / "bad.py").write_text(BAD)
     (tmp_path / "other.py").write_text(BAD)
-    result = gradlint("check", "--no-cache", "--format", "concise", "--jobs", jobs, str(tmp_path))
+    result = gradlint("check", "--no-cache", "--format", "concise", option, value, str(tmp_path))
     assert result.exit_code == 1
     assert len([line for line in result.stdout.splitlines() if ": GL" in line]) == 4
