@@ -7,7 +7,6 @@ the process pool and the language server all call :func:`lint_source` or :func:`
 
 from __future__ import annotations
 
-import ast
 import re
 import unicodedata
 import warnings
@@ -109,14 +108,14 @@ def judge_syntax(source: str) -> None:
 
     Compiling to bytecode builds no Python tree and is about a third cheaper. It also
     rejects code the parser accepts (``return`` outside a function) and may warn, so a
-    failure is judged again by ``ast.parse`` itself and warnings are silenced.
+    failure is judged again by the parser itself and warnings are silenced.
     """
     try:
         with warnings.catch_warnings():
             warnings.simplefilter("ignore")
             compile(source, "<gradlint>", "exec", dont_inherit=True)
     except Exception:  # noqa: BLE001 - whatever it is, the parser's own verdict decides
-        ast.parse(source)
+        parse_python(source)
 
 
 def could_form_loop(text: str) -> bool:
