@@ -183,10 +183,17 @@ def _zero_grad_under_accumulate(loop: TrainingLoop, zero: Event) -> Fix | None:
 
 def scheduler_to_boundary(loop: TrainingLoop, scheduler: Event) -> Fix | None:
     """GL104 (unsafe: the schedule's horizon may be counted in micro-batches): move the
-    scheduler step to the boundary, after the optimizer step."""
+    scheduler step to the boundary, after the optimizer step (or remove it when the boundary
+    already advances the same scheduler, so it never steps twice per update)."""
     region = boundary_region(loop, layout_of(loop.unit))
     if region is None or not _all_steps_in(loop, region):
         return None
+    if any(e is not scheduler and _in_region(loop, region, e) and e.receiver == scheduler.receiver
+           for e in loop.of(Role.SCHEDULER_STEP)):
+        statement = movable(loop, scheduler)
+        edits = delete_statement(loop, statement) if statement is not None else None
+        return Fix(UNSAFE, f"Remove {_call(loop, scheduler)}: the update boundary already advances it",
+                   edits) if edits else None
     spot = canonical_spot(loop, layout_of(loop.unit), region, Role.SCHEDULER_STEP, [scheduler])
     return _move(loop, [scheduler], spot, f"Move {_call(loop, scheduler)} to the update boundary, "
                  "after the optimizer step", applicability=UNSAFE)
