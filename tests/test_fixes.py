@@ -514,3 +514,21 @@ def test_rule_doc_fixed_example_is_the_fix_of_its_example(code: str) -> None:
     result = fix_source(example, f"{code}.py", only(code), unsafe=True)
     assert [d.code for d in result.fixed] == [code]
     assert _python_block(doc.section("Fixed")) == result.text
+
+
+def test_a_scheduler_step_the_boundary_already_has_is_removed_not_moved() -> None:
+    source = '''\
+def train(model, loader, optimizer, scheduler, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y) / accum_steps
+        loss.backward()
+        scheduler.step()
+        if (step + 1) % accum_steps == 0 or step + 1 == len(loader):
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+'''
+    result = fix_source(source, "train.py", only("GL104"), unsafe=True)
+    assert [d.code for d in result.fixed] == ["GL104"]
+    assert result.fixed[0].fix.message == "Remove `scheduler.step()`: the update boundary already advances it"
+    assert result.text == source.replace("        scheduler.step()\n        if", "        if")
