@@ -5,7 +5,8 @@ With every fix applied (unsafe ones included), the result parses, is a fixpoint,
 every statement and comment the fixes did not touch. A fix may move a statement (same text,
 new place), wrap it (a new ``if`` header), rewrite it in place (``loss.backward()`` becomes
 ``(loss / N).backward()``: a statement of the same kind with the same anchor, its assignment
-target or called method) or, for a "Remove ..." fix, delete one statement with its comment.
+target or called method) or, for a "Remove ..." fix, delete one statement with its comment
+(and the compound statement around it when that held nothing else).
 """
 
 from __future__ import annotations
@@ -53,7 +54,7 @@ def violations(source: str, result: FixResult) -> list[str]:
     problems = [f"{r.diagnostic.code} fix reverted: {r.error}" for r in result.reverted]
     removals = sum(1 for d in result.fixed if d.fix is not None and d.fix.message.startswith("Remove"))
     lost, added = _difference(ast.parse(source), after)
-    unexplained = Counter(_anchor(s) for s in lost) - Counter(_anchor(s) for s in added)
+    unexplained = Counter(_anchor(s) for s in _removed_content(lost)) - Counter(_anchor(s) for s in added)
     if sum(unexplained.values()) > removals:
         problems.append(f"statements lost: {sorted(ast.unparse(s) for s in lost)} "
                         f"({removals} removal fix(es) applied)")
@@ -85,6 +86,17 @@ def _difference(before: ast.Module, after: ast.Module) -> tuple[list[ast.stmt], 
     missing = Counter(_header(s) for s in old) - Counter(_header(s) for s in new)
     extra = Counter(_header(s) for s in new) - Counter(_header(s) for s in old)
     return _take(old, missing), _take(new, extra)
+
+
+def _removed_content(lost: list[ast.stmt]) -> list[ast.stmt]:
+    """``lost`` without the compound statements that went with everything they held: a
+    removal fix deletes ``if args.clip: clip(...)`` whole when the call is all it holds."""
+    gone = Counter(_header(s) for s in lost)
+    return [s for s in lost if not (_inner(s) and not Counter(_header(i) for i in _inner(s)) - gone)]
+
+
+def _inner(statement: ast.stmt) -> list[ast.stmt]:
+    return [node for node in ast.walk(statement) if isinstance(node, ast.stmt) and node is not statement]
 
 
 def _take(statements: list[ast.stmt], wanted: Counter) -> list[ast.stmt]:

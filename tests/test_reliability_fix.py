@@ -50,13 +50,14 @@ def test_the_safety_check_sees_what_a_broken_fix_would_do(after: str, message: s
     assert violations(BEFORE, _fixed(after, message))[0].startswith(problem)
 
 
-@pytest.mark.parametrize(("after", "message"), [
-    (BEFORE.replace("loss.backward()", "(loss / accum).backward()"), "Divide the loss by accum"),
-    (BEFORE.replace("    loss.backward()\n", ""), "Remove `loss.backward()`: ..."),
-    (BEFORE.replace("    log(loss)  # keep me\n", "    if ready:\n        log(loss)  # keep me\n"), "Wrap"),
-])
-def test_the_safety_check_accepts_rewrites_removals_and_wrapping(after: str, message: str) -> None:
-    assert violations(BEFORE, _fixed(after, message)) == []
+@pytest.mark.parametrize(("before", "after", "message"), [
+    (BEFORE, BEFORE.replace("loss.backward()", "(loss / accum).backward()"), "Divide the loss by accum"),
+    (BEFORE, BEFORE.replace("    loss.backward()\n", ""), "Remove `loss.backward()`: ..."),
+    (BEFORE, BEFORE.replace("    log(loss)  # keep me\n", "    if ready:\n        log(loss)  # keep me\n"), "Wrap"),
+    ("x = 1\nif clipping:\n    clip()\n", "x = 1\n", "Remove `clip()`: ..."),
+], ids=["rewrite", "removal", "wrap", "removal-with-its-if"])
+def test_the_safety_check_accepts_rewrites_removals_and_wrapping(before: str, after: str, message: str) -> None:
+    assert violations(before, _fixed(after, message)) == []
 
 
 # -- interrupted writes ------------------------------------------------------------------------
