@@ -23,9 +23,9 @@ class PathFilter:
     folders), ``extend-exclude`` adds to it.
     """
 
-    def __init__(self, resolver: ConfigResolver, overrides: Overrides = Overrides()) -> None:
+    def __init__(self, resolver: ConfigResolver, overrides: Overrides | None = None) -> None:
         self.resolver = resolver
-        self.overrides = overrides
+        self.overrides = overrides if overrides is not None else Overrides()
         self._ignores = GitIgnores()
         self._folders: dict[Path, _FolderRules] = {}
 

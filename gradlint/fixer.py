@@ -161,7 +161,7 @@ def _non_overlapping(text: str, candidates: list[Diagnostic]) -> list[Diagnostic
     chosen = []
     for diagnostic in candidates:
         ranges = _ranges(offsets, diagnostic.fix)
-        inner = any(_overlapping(a, b) for a, b in zip(ranges, ranges[1:]))
+        inner = any(_overlapping(a, b) for a, b in zip(ranges, ranges[1:], strict=False))
         if inner or any(_conflict(r, t) for r in ranges for t in taken):
             continue
         taken.extend(ranges)

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from functools import lru_cache
+from functools import cache
 from pathlib import Path
 from typing import Any
 
@@ -69,14 +69,14 @@ def _table(text: str) -> dict[str, str]:
     if len(rows) < 3:
         return {}
     header, values = (_cells(rows[0]), _cells(rows[2]))
-    return dict(zip(header, values))
+    return dict(zip(header, values, strict=False))
 
 
 def _cells(row: str) -> list[str]:
     return [cell.strip().lower() for cell in row.strip("|").split("|")]
 
 
-@lru_cache(maxsize=None)
+@cache
 def load_doc(code: str) -> RuleDoc | None:
     """The document of rule ``code``, or None when it is not installed."""
     folder = docs_dir()

@@ -343,7 +343,7 @@ def _bind_tuple(facts: ModuleFacts, targets: list[ast.expr], value: ast.expr) ->
         return
     if last in ("prepare", "setup", "make_private", "make_private_with_epsilon"):
         args = list(value.args) or [k.value for k in value.keywords]
-        for name, arg in zip(names, args):
+        for name, arg in zip(names, args, strict=False):
             kind = _arg_kind(facts, arg)
             if name and kind is not None:
                 facts.bindings.setdefault(name, kind)

@@ -73,7 +73,7 @@ def move_statements(
         if moved is None or (old != spot.indent and _has_multiline_string(statement)):
             return None
         lines.extend(moved)
-    edits = [Edit(Span(first, 1, last + 1, 1), "") for first, last in _merge((f, l) for f, l, _ in ranges)]
+    edits = [Edit(Span(first, 1, last + 1, 1), "") for first, last in _merge((start, end) for start, end, _ in ranges)]
     edits.append(insert_at(layout, spot, lines))
     return tuple(sorted(edits, key=lambda e: e.span))
 

@@ -7,8 +7,8 @@ import libcst as cst
 
 from gradlint.model.boundary import after_guard, find_gates, iterable_of, loop_index, zero_based
 from gradlint.model.collect import Collector, Resolver
-from gradlint.model.gates import is_final_condition, read_gate
 from gradlint.model.events import Event, Gate, Place, Role, Shape, TrainingLoop
+from gradlint.model.gates import is_final_condition, read_gate
 from gradlint.model.scopes import find_scopes
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
