@@ -1,3 +1,38 @@
-"""gradlint: a static analyzer for PyTorch training loops."""
+"""gradlint: a static analyzer for PyTorch training loops.
+
+The public API: :func:`lint_source` (text in, diagnostics out), the :class:`Diagnostic` it
+returns with its :class:`Span`, :class:`Severity` and :class:`Fix`, and the :class:`Settings` it
+takes (:func:`default_settings` for every rule that is on by default). Importing ``gradlint``
+loads none of the analysis (libcst); the first call of :func:`lint_source` does.
+"""
+
+from __future__ import annotations
+
+from gradlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Severity, Span
+from gradlint.settings import Settings, SettingsError, default_settings
 
 __version__ = "0.1.0"
+
+
+def lint_source(source: str, path: str = "<string>", settings: Settings | None = None) -> list[Diagnostic]:
+    """Every diagnostic for one module's text (``path`` names it in the diagnostics), suppression
+    comments applied, sorted by line, column and code; ``settings`` default to
+    :func:`default_settings`."""
+    from gradlint import engine
+
+    return engine.lint_source(source, path, settings if settings is not None else default_settings())
+
+
+__all__ = [
+    "Applicability",
+    "Diagnostic",
+    "Edit",
+    "Fix",
+    "Settings",
+    "SettingsError",
+    "Severity",
+    "Span",
+    "__version__",
+    "default_settings",
+    "lint_source",
+]

@@ -324,10 +324,10 @@ def clean(cache_dir: Path | None) -> None:
 
 @main.command()
 def lsp() -> None:
-    """Run the language server on stdin/stdout (needs: pip install 'gradlint[lsp]')."""
+    """Run the language server on stdin/stdout (needs: pip install 'torch-gradlint[lsp]')."""
     from gradlint.lsp import missing_requirements, serve
 
     missing = missing_requirements()
     if missing:
-        fail(f"the language server needs {', '.join(missing)}: pip install 'gradlint[lsp]'")
+        fail(f"the language server needs {', '.join(missing)}: pip install 'torch-gradlint[lsp]'")
     serve()

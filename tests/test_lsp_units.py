@@ -96,4 +96,4 @@ def test_without_the_extra_the_command_says_what_to_install(monkeypatch: pytest.
     monkeypatch.setattr(gradlint.lsp, "find_spec", lambda name: None if name == "pygls" else object())
     result = CliRunner().invoke(main, ["lsp"])
     assert result.exit_code == 2
-    assert result.output == "gradlint: error: the language server needs pygls: pip install 'gradlint[lsp]'\n"
+    assert result.output == "gradlint: error: the language server needs pygls: pip install 'torch-gradlint[lsp]'\n"
