@@ -1,0 +1,1 @@
+"""The project a file belongs to: its root, its modules, and names followed across them."""

@@ -1,0 +1,132 @@
+"""The project's modules, read once each: follow a dotted name to the function, class or method
+it means, across modules, re-exports and class bases defined in the project.
+
+Each module's symbols are a pure function of its text and are kept by content digest, so an
+edited helper is read again and an unchanged one never is. Text handed in by an editor (unsaved
+buffers) takes the place of the file on disk.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from collections.abc import Mapping
+from pathlib import Path
+
+from gradlint.project.layout import module_file, project_root
+from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols, read_symbols
+from gradlint.source import SourceError, decode, parse_python
+
+_MAX_HOPS = 32
+"""How many modules, re-exports and bases one look-up may pass through (a cycle ends there)."""
+
+
+class ProjectIndex:
+    """Symbols of the project's modules by path, and look-ups through them."""
+
+    def __init__(self, texts: Mapping[Path, str] | None = None) -> None:
+        self._texts = {path.absolute(): text for path, text in (texts or {}).items()}
+        self._by_digest: dict[tuple[Path, str], ModuleSymbols | None] = {}
+
+    def text(self, path: Path) -> str | None:
+        """The module's text (an editor's buffer first), None when it cannot be read or decoded."""
+        path = path.absolute()
+        if path in self._texts:
+            return self._texts[path]
+        try:
+            return decode(path.read_bytes()).text
+        except (OSError, SourceError):
+            return None
+
+    def digest(self, path: Path) -> str | None:
+        """The content digest of the module's text (what a cached result that used it records)."""
+        text = self.text(path)
+        return None if text is None else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+    def symbols(self, path: Path) -> ModuleSymbols | None:
+        """What the module defines and imports; None when it cannot be read or parsed."""
+        path = path.absolute()
+        text = self.text(path)
+        if text is None:
+            return None
+        key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+        if key not in self._by_digest:
+            try:
+                tree = parse_python(text)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                self._by_digest[key] = None
+            else:
+                self._by_digest[key] = read_symbols(tree, path, project_root(path))
+        return self._by_digest[key]
+
+    def lookup(self, path: Path, dotted: str) -> Definition | ClassInfo | None:
+        """What ``dotted`` (``f``, ``C``, ``C.m``, ``mod.f``, ``pkg.mod.C.m``) names in module
+        ``path``; None when it is not defined in the project or cannot be told."""
+        return self._lookup(path.absolute(), dotted.split("."), _MAX_HOPS)
+
+    def method(self, cls: ClassInfo, name: str) -> Definition | None:
+        """Method ``name`` of ``cls`` or of the first of its project bases that defines it
+        (depth-first, left to right: the MRO of single and simple multiple inheritance)."""
+        return self._method(cls, name, _MAX_HOPS, set())
+
+    def _lookup(self, path: Path, parts: list[str], hops: int) -> Definition | ClassInfo | None:
+        symbols = self.symbols(path)
+        if symbols is None or hops <= 0 or not parts:
+            return None
+        head, rest = parts[0], parts[1:]
+        if head in symbols.functions:
+            return None if rest else symbols.functions[head]
+        if head in symbols.classes:
+            cls = symbols.classes[head]
+            if not rest:
+                return cls
+            return self.method(cls, rest[0]) if len(rest) == 1 else None
+        if head in symbols.imports:
+            target = symbols.imports[head]
+            inner = [*target.attribute.split("."), *rest] if target.attribute else rest
+            return self._lookup(target.path, inner, hops - 1) if inner else None
+        if head in symbols.unresolved:
+            return None
+        if path.name == "__init__.py":  # `pkg.mod.f` through a package that does not import mod
+            submodule = module_file(path.parent, head)
+            if submodule is not None and rest:
+                return self._lookup(submodule.absolute(), rest, hops - 1)
+        return None
+
+    def _method(self, cls: ClassInfo, name: str, hops: int, seen: set[Definition]) -> Definition | None:
+        if name in cls.methods:
+            return cls.methods[name]
+        seen.add(cls.definition)
+        for base in cls.bases:
+            found = self._lookup(cls.definition.path, base.split("."), hops - 1)
+            if isinstance(found, ClassInfo) and found.definition not in seen:
+                method = self._method(found, name, hops - 1, seen)
+                if method is not None:
+                    return method
+        return None
+
+    def base_names(self, cls: ClassInfo) -> list[str]:
+        """The dotted names of every base outside the project that ``cls`` derives from, through
+        its project bases (``transformers.Trainer`` for a subclass of a project subclass of it)."""
+        names: list[str] = []
+        self._outer_bases(cls, names, set(), _MAX_HOPS)
+        return names
+
+    def _outer_bases(self, cls: ClassInfo, names: list[str], seen: set[Definition], hops: int) -> None:
+        seen.add(cls.definition)
+        symbols = self.symbols(cls.definition.path)
+        for base in cls.bases:
+            found = self._lookup(cls.definition.path, base.split("."), hops - 1)
+            if isinstance(found, ClassInfo):
+                if found.definition not in seen and hops > 0:
+                    self._outer_bases(found, names, seen, hops - 1)
+            elif symbols is not None:
+                names.append(_outer_name(base, symbols))
+
+
+def _outer_name(base: str, symbols: ModuleSymbols) -> str:
+    """A base as written, qualified through the module's import of its head when there is one."""
+    head, _, rest = base.partition(".")
+    qualified = symbols.external.get(head)
+    if qualified is None:
+        return base
+    return f"{qualified}.{rest}" if rest else qualified

@@ -1,0 +1,60 @@
+"""Where a project starts and which file a module name means inside it.
+
+The project of a file is the folder tree under the nearest ``pyproject.toml``, ``gradlint.toml``,
+``.gradlint.toml`` or ``.git`` above it (the spec's "Scope of the analysis"), or the file's own
+folder when there is none. Module names are
+looked up the way Python would find them when the code runs: next to the importing script
+first (its folder is ``sys.path[0]``), then from the project root and its ``src/`` folder.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+from functools import lru_cache
+from pathlib import Path
+
+ROOT_MARKERS = ("pyproject.toml", "gradlint.toml", ".gradlint.toml", ".git")
+
+
+@lru_cache(maxsize=1024)
+def project_root(path: Path) -> Path:
+    """The nearest folder at or above ``path``'s folder that holds a root marker (else that folder)."""
+    folder = path.absolute().parent
+    for candidate in (folder, *folder.parents):
+        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
+            return candidate
+    return folder
+
+
+def module_file(base: Path, dotted: str) -> Path | None:
+    """The file of module ``dotted`` under ``base``: ``a/b.py`` or ``a/b/__init__.py``."""
+    if not dotted:
+        return _package_init(base)
+    target = base.joinpath(*dotted.split("."))
+    as_module = target.with_name(target.name + ".py")
+    if as_module.is_file():
+        return as_module
+    return _package_init(target)
+
+
+def _package_init(folder: Path) -> Path | None:
+    init = folder / "__init__.py"
+    return init if init.is_file() else None
+
+
+def search_bases(importer: Path, root: Path) -> Iterator[Path]:
+    """The folders an absolute import in ``importer`` is looked up from, in order."""
+    seen: set[Path] = set()
+    for base in (importer.absolute().parent, root, root / "src"):
+        if base not in seen and base.is_dir():
+            seen.add(base)
+            yield base
+
+
+def within(path: Path, root: Path) -> bool:
+    """Whether ``path`` lies in the project under ``root``."""
+    try:
+        path.absolute().relative_to(root)
+    except ValueError:
+        return False
+    return True

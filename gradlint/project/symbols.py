@@ -1,0 +1,172 @@
+"""What one module defines and imports, read with ``ast``: a pure function of its text.
+
+Names bound by imports become :class:`Target` s (a module file plus an attribute path in it);
+functions, classes (with their bases as written) and methods become :class:`Definition` s.
+A name bound twice to different things is ambiguous and dropped: the analysis then says
+nothing about calls through it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+from pathlib import Path
+
+from gradlint.project.layout import module_file, search_bases, within
+
+
+@dataclass(frozen=True)
+class Target:
+    """What an imported name stands for: module ``path`` itself (``attribute`` empty) or a
+    (dotted) attribute of it; ``module`` is the dotted module name as imported."""
+
+    path: Path
+    attribute: str
+    module: str
+
+
+@dataclass(frozen=True)
+class Definition:
+    """A function, method or class written in ``path``: ``qualname`` is ``f``, ``C`` or ``C.m``."""
+
+    path: Path
+    qualname: str
+    line: int
+    end_line: int
+
+
+@dataclass(frozen=True)
+class ClassInfo:
+    """A class: where it is, the dotted names of its bases as written, its methods by name."""
+
+    definition: Definition
+    bases: tuple[str, ...]
+    methods: dict[str, Definition] = field(hash=False)
+
+
+@dataclass
+class ModuleSymbols:
+    """The names a module binds at its top level (and the imports of its functions)."""
+
+    path: Path
+    imports: dict[str, Target] = field(default_factory=dict)
+    functions: dict[str, Definition] = field(default_factory=dict)
+    classes: dict[str, ClassInfo] = field(default_factory=dict)
+    external: dict[str, str] = field(default_factory=dict)  # names imported from outside: local -> qualified
+    unresolved: set[str] = field(default_factory=set)  # names bound more than one way
+
+
+def read_symbols(tree: ast.Module, path: Path, root: Path) -> ModuleSymbols:
+    """The symbols of the module at ``path`` (parsed as ``tree``) in the project under ``root``."""
+    symbols = ModuleSymbols(path)
+    clashes: set[str] = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            targets = _import_targets(node, path, root)
+            for local, target in targets:
+                _bind(symbols.imports, local, target, clashes)
+            inside = {local for local, _ in targets}
+            for local, qualified in _external_names(node):
+                if local not in inside:
+                    _bind(symbols.external, local, qualified, clashes)
+    for node in tree.body:
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            _bind(symbols.functions, node.name, _definition(node, path, node.name), clashes)
+        elif isinstance(node, ast.ClassDef):
+            methods = {item.name: _definition(item, path, f"{node.name}.{item.name}") for item in node.body
+                       if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
+            bases = tuple(name for name in map(_dotted, node.bases) if name)
+            _bind(symbols.classes, node.name, ClassInfo(_definition(node, path, node.name), bases, methods), clashes)
+    for name in clashes:
+        for table in (symbols.imports, symbols.functions, symbols.classes, symbols.external):
+            table.pop(name, None)
+    symbols.unresolved |= clashes
+    return symbols
+
+
+def _bind(table: dict, name: str, value: object, clashes: set[str]) -> None:
+    if name in clashes:
+        return
+    if name in table and table[name] != value:
+        clashes.add(name)
+        return
+    table[name] = value
+
+
+def _definition(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, path: Path, qualname: str) -> Definition:
+    return Definition(path, qualname, node.lineno, node.end_lineno or node.lineno)
+
+
+def _dotted(node: ast.expr) -> str | None:
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None
+
+
+def _import_targets(node: ast.Import | ast.ImportFrom, path: Path, root: Path) -> list[tuple[str, Target]]:
+    """``(local name, target)`` for each name the statement binds to a module of the project."""
+    found: list[tuple[str, Target]] = []
+    if isinstance(node, ast.Import):
+        for alias in node.names:
+            if alias.asname:  # `import a.b as m`: m is module a.b
+                located = _locate(alias.name, path, root)
+                if located:
+                    found.append((alias.asname, Target(located, "", alias.name)))
+            else:  # `import a.b`: a is bound; a.b is reached through it
+                head = alias.name.split(".", 1)[0]
+                located = _locate(head, path, root)
+                if located:
+                    found.append((head, Target(located, "", head)))
+        return found
+    base = _relative_base(path, node.level) if node.level else None
+    module = node.module or ""
+    for alias in node.names:
+        if alias.name == "*":
+            continue
+        local = alias.asname or alias.name
+        submodule = f"{module}.{alias.name}" if module else alias.name
+        if base is not None:
+            as_module = module_file(base, submodule)
+            owner = module_file(base, module)
+            dotted = "." * node.level + submodule
+        else:
+            as_module = _locate(submodule, path, root)
+            owner = _locate(module, path, root) if module else None
+            dotted = submodule
+        if as_module is not None and within(as_module, root):
+            found.append((local, Target(as_module, "", dotted)))
+        elif owner is not None and within(owner, root):
+            found.append((local, Target(owner, alias.name, dotted.rsplit(".", 1)[0] if module else dotted)))
+    return found
+
+
+def _external_names(node: ast.Import | ast.ImportFrom) -> list[tuple[str, str]]:
+    """``(local name, qualified name)`` for each name the statement binds, as Python spells it."""
+    if isinstance(node, ast.Import):
+        return [(alias.asname or alias.name.split(".", 1)[0], alias.name if alias.asname else alias.name.split(".", 1)[0])
+                for alias in node.names]
+    if node.level:
+        return []  # a relative import names the project; a miss there is not an outside name
+    return [(alias.asname or alias.name, f"{node.module}.{alias.name}") for alias in node.names
+            if alias.name != "*" and node.module]
+
+
+def _relative_base(path: Path, level: int) -> Path:
+    base = path.absolute().parent
+    for _ in range(level - 1):
+        base = base.parent
+    return base
+
+
+def _locate(dotted: str, path: Path, root: Path) -> Path | None:
+    """The project file of absolute module ``dotted`` imported from ``path``, if any."""
+    for base in search_bases(path, root):
+        found = module_file(base, dotted)
+        if found is not None and within(found, root):
+            return found
+    return None
