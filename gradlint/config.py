@@ -2,14 +2,17 @@
 
 The configuration that governs a file is the nearest one found from the file's folder upward
 (in one folder ``.gradlint.toml`` wins over ``gradlint.toml``, which wins over a
-``pyproject.toml`` that has a ``[tool.gradlint]`` table). Files are not merged. Patterns
-(``exclude``, ``per-file-ignores``) are relative to the configuration file's folder.
+``pyproject.toml`` that has a ``[tool.gradlint]`` table). Files are not merged unless one says
+``extend = "../pyproject.toml"``: then the keys it sets replace those of the file it extends (as
+in ruff). Patterns (``exclude``, ``per-file-ignores``) are relative to the folder of the file
+that wrote them.
 :func:`settings_for` turns that configuration plus command-line overrides into the
 :class:`~gradlint.settings.Settings` one file is linted with.
 """
 
 from __future__ import annotations
 
+import os
 import re
 import sys
 from collections.abc import Callable
@@ -55,6 +58,7 @@ class Config:
     force_exclude: bool = False
     names: tuple[tuple[str, Kind], ...] = ()
     max_file_size: int | None = None
+    extends: tuple[Path, ...] = ()  # the files `extend` read, nearest first
 
 
 @dataclass(frozen=True)
@@ -166,16 +170,74 @@ _KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
 }
 
 
-def parse_config(table: dict[str, Any], path: Path, section: str) -> Config:
-    """Validate a ``[tool.gradlint]`` (or top-level) table read from ``path``."""
+def parse_config(table: dict[str, Any], path: Path, section: str, extending: tuple[Path, ...] = ()) -> Config:
+    """Validate a ``[tool.gradlint]`` (or top-level) table read from ``path``; ``extending`` is
+    the chain of files that extend this one (a cycle is an error)."""
     values: dict[str, Any] = {}
+    base: Config | None = None
     for key, value in table.items():
+        where = f"{_shown(path)}: {section} {key}"
+        if key == "extend":
+            base = _extended(value, path, where, extending)
+            continue
         if key not in _KEYS:
-            known = ", ".join(_KEYS)
+            known = ", ".join(["extend", *_KEYS])
             raise SettingsError(f"{_shown(path)}: unknown key {key!r} in {section} (known keys: {known})")
         field_name, validate = _KEYS[key]
-        values[field_name] = validate(value, f"{_shown(path)}: {section} {key}")
-    return Config(path=path, root=path.parent, **values)
+        values[field_name] = validate(value, where)
+    if base is None:
+        return Config(path=path, root=path.parent, **values)
+    assert base.path is not None
+    return replace(_rebased(base, path.parent), path=path, root=path.parent, extends=(base.path, *base.extends),
+                   **values)
+
+
+def _extended(value: Any, path: Path, where: str, extending: tuple[Path, ...]) -> Config:
+    """The configuration that ``extend = value`` in ``path`` names (relative to ``path``'s folder)."""
+    if not isinstance(value, str) or not value:
+        raise SettingsError(f"{where}: expected the path of a configuration file")
+    target = Path(os.path.normpath((path.parent / value).absolute()))
+    chain = (*extending, path.absolute())
+    if target in chain:
+        raise SettingsError(f"{where}: {value!r} extends itself (through {', '.join(map(_shown, chain))})")
+    if not is_file(target):
+        raise SettingsError(f"{where}: {value!r} is not a file")
+    found = _parse_file(target, _read_toml(target), chain)
+    if found is None:
+        raise SettingsError(f"{where}: {value!r} has no [tool.gradlint] table")
+    return found
+
+
+def _rebased(config: Config, root: Path) -> Config:
+    """``config``'s patterns made relative to ``root`` (a folder at or under ``config.root``):
+    patterns anchored elsewhere can match nothing under ``root`` and are dropped."""
+    ignores = tuple((moved, codes) for glob, codes in config.per_file_ignores
+                    for moved in [rebase_pattern(glob, config.root, root)] if moved is not None)
+    exclude = None if config.exclude is None else _rebase_all(config.exclude, config.root, root)
+    return replace(config, exclude=exclude, extend_exclude=_rebase_all(config.extend_exclude, config.root, root),
+                   per_file_ignores=ignores)
+
+
+def _rebase_all(patterns: tuple[str, ...], old: Path, new: Path) -> tuple[str, ...]:
+    return tuple(p for p in (rebase_pattern(pattern, old, new) for pattern in patterns) if p is not None)
+
+
+def rebase_pattern(pattern: str, old: Path, new: Path) -> str | None:
+    """The gitignore-style ``pattern`` written relative to folder ``old``, relative to ``new``
+    for the paths under ``new``; None when it matches none of them."""
+    if old.absolute() == new.absolute():
+        return pattern
+    negated, body = (True, pattern[1:]) if pattern.startswith("!") else (False, pattern)
+    if "/" not in body.rstrip("/") or body.startswith("**/"):
+        return pattern  # matches at any depth, wherever the patterns are rooted
+    try:
+        inner = new.absolute().relative_to(old.absolute()).as_posix()
+    except ValueError:
+        return None
+    anchored = body.lstrip("/")
+    if not anchored.startswith(inner + "/"):
+        return None  # anchored outside `new` (or behind a wildcard we cannot place): matches nothing here
+    return ("!" if negated else "") + "/" + anchored[len(inner) + 1:]
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
@@ -184,21 +246,70 @@ def _read_toml(path: Path) -> dict[str, Any]:
             return tomllib.load(handle)
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{_shown(path)}: invalid TOML: {exc}") from None
+    except UnicodeDecodeError:
+        raise SettingsError(f"{_shown(path)}: invalid TOML: the file is not UTF-8") from None
+    except RecursionError:
+        raise SettingsError(f"{_shown(path)}: invalid TOML: nested too deeply to read") from None
     except OSError as exc:
         raise SettingsError(f"{_shown(path)}: cannot read configuration: {exc.strerror or exc}") from None
 
 
-@lru_cache(maxsize=256)
-def _load(path: Path, stamp: tuple[int, int]) -> Config | None:
-    data = _read_toml(path)
+def _parse_file(path: Path, data: dict[str, Any], extending: tuple[Path, ...] = ()) -> Config | None:
     if path.name != "pyproject.toml":
-        return parse_config(data, path, "top level")
+        return parse_config(data, path, "top level", extending)
     tool = data.get("tool", {})
     if not isinstance(tool, dict) or "gradlint" not in tool:
         return None
     if not isinstance(tool["gradlint"], dict):
         raise SettingsError(f"{_shown(path)}: [tool.gradlint] must be a table")
-    return parse_config(tool["gradlint"], path, "[tool.gradlint]")
+    return parse_config(tool["gradlint"], path, "[tool.gradlint]", extending)
+
+
+_LOADED: dict[Path, tuple[tuple[tuple[int, int] | None, ...], Config | None]] = {}
+"""Configurations read, by file, with the stamps of the file and of every file it extends."""
+
+
+def _stamp(path: Path) -> tuple[int, int] | None:
+    try:
+        info = path.stat()
+    except OSError:
+        return None
+    return info.st_mtime_ns, info.st_size
+
+
+def _load(path: Path) -> Config | None:
+    """The configuration in ``path``, read again when it or a file it extends has changed."""
+    known = _LOADED.get(path)
+    if known is not None:
+        stamps, config = known
+        chain = (path, *(config.extends if config else ()))
+        if tuple(map(_stamp, chain)) == stamps:
+            return config
+    config = _read_config(path)
+    chain = (path, *(config.extends if config else ()))
+    if len(_LOADED) >= 256:
+        _LOADED.clear()
+    _LOADED[path] = (tuple(map(_stamp, chain)), config)
+    return config
+
+
+def _read_config(path: Path) -> Config | None:
+    try:
+        data = _read_toml(path)
+    except SettingsError:
+        if path.name == "pyproject.toml" and not _may_configure_gradlint(path):
+            return None  # another tool's broken file: not ours to judge
+        raise
+    return _parse_file(path, data)
+
+
+def _may_configure_gradlint(path: Path) -> bool:
+    """Whether an unreadable ``pyproject.toml`` may hold a ``[tool.gradlint]`` table: its bytes
+    name gradlint somewhere (in any spelling TOML allows, or through a bare ``[tool]`` table)."""
+    try:
+        return b"gradlint" in path.read_bytes()
+    except OSError:
+        return True
 
 
 def load_config(path: Path) -> Config | None:
@@ -208,10 +319,10 @@ def load_config(path: Path) -> Config | None:
     """
     path = path.absolute()
     try:
-        info = path.stat()
+        path.stat()
     except OSError as exc:
         raise SettingsError(f"{_shown(path)}: cannot read configuration: {exc.strerror or exc}") from None
-    return _load(path, (info.st_mtime_ns, info.st_size))
+    return _load(path)
 
 
 class ConfigResolver:
