@@ -11,6 +11,7 @@ from typing import TextIO
 
 from gradlint.diagnostics import Diagnostic
 from gradlint.fixer import FileFix, fix_file
+from gradlint.reporters.model import shown_path
 from gradlint.runner import display_path
 from gradlint.settings import Settings
 
@@ -51,7 +52,8 @@ def render_diff(run: FixRun, out: TextIO) -> None:
     for outcome in run.changed:
         before = outcome.before.splitlines(keepends=True)
         after = outcome.after.splitlines(keepends=True)
-        for line in difflib.unified_diff(before, after, fromfile=outcome.display, tofile=outcome.display):
+        shown = shown_path(outcome.display)
+        for line in difflib.unified_diff(before, after, fromfile=shown, tofile=shown):
             out.write(line if line.endswith("\n") else line + "\n")
         out.write("\n")
 
@@ -66,7 +68,7 @@ def render_fixes(run: FixRun, out: TextIO, would: bool = False) -> None:
     noun = "problem" if total == 1 else "problems"
     out.write(f"{'Would fix' if would else 'Fixed'} {total} {noun}:\n")
     for outcome in fixed:
-        out.write(f"- {outcome.display}:\n")
+        out.write(f"- {shown_path(outcome.display)}:\n")
         counts = Counter((d.code, d.name) for d in outcome.fixed)
         for (code, name), count in sorted(counts.items()):
             out.write(f"    {count} \u00d7 {code} ({name})\n")
@@ -77,9 +79,9 @@ def problems(run: FixRun) -> list[str]:
     lines = []
     for outcome in run.files:
         if outcome.error:
-            lines.append(f"{outcome.display}: {outcome.error}")
+            lines.append(f"{shown_path(outcome.display)}: {outcome.error}")
         for reverted in outcome.reverted:
             d = reverted.diagnostic
-            lines.append(f"{outcome.display}:{d.line}:{d.column}: {d.code} fix reverted: the result does not "
+            lines.append(f"{shown_path(outcome.display)}:{d.line}:{d.column}: {d.code} fix reverted: the result does not "
                          f"parse ({reverted.error})")
     return lines

@@ -7,6 +7,7 @@ import json
 from typing import TextIO
 
 from gradlint.diagnostics import Diagnostic, Severity
+from gradlint.reporters.model import location, shown_path
 
 
 def _escape_data(text: str) -> str:
@@ -25,13 +26,11 @@ def render_github(diagnostics: list[Diagnostic], out: TextIO) -> None:
     """
     for d in diagnostics:
         command = "error" if d.severity is Severity.ERROR else "warning"
-        props = [f"file={_escape_property(d.path)}"]
+        props = [f"file={_escape_property(shown_path(d.path))}"]
         if d.cell is None:
             props += [f"line={d.line}", f"col={d.column}", f"endLine={d.span.end_line}",
                       f"endColumn={d.span.end_column}"]
-            where = f"{d.path}:{d.line}:{d.column}"
-        else:
-            where = f"{d.path}:cell {d.cell}:{d.line}:{d.column}"
+        where = location(d)
         props.append(f"title={_escape_property(f'{d.code} {d.name}')}")
         out.write(f"::{command} {','.join(props)}::{_escape_data(f'{where}: {d.code} {d.message}')}\n")
 
@@ -55,8 +54,8 @@ def render_gitlab(diagnostics: list[Diagnostic], out: TextIO) -> None:
             "description": description,
             "categories": ["Bug Risk"],
             "severity": "major" if d.severity is Severity.ERROR else "minor",
-            "fingerprint": hashlib.sha256(f"{key}\0{rank}".encode()).hexdigest(),
-            "location": {"path": d.path, "lines": {"begin": d.line, "end": d.span.end_line}},
+            "fingerprint": hashlib.sha256(f"{key}\0{rank}".encode("utf-8", "surrogateescape")).hexdigest(),
+            "location": {"path": shown_path(d.path), "lines": {"begin": d.line, "end": d.span.end_line}},
         })
     json.dump(issues, out, indent=2)
     out.write("\n")

@@ -6,7 +6,7 @@ import xml.etree.ElementTree as ET
 from typing import TextIO
 
 from gradlint.diagnostics import Diagnostic
-from gradlint.reporters.model import location
+from gradlint.reporters.model import location, shown_path
 
 
 def render_junit(diagnostics: list[Diagnostic], out: TextIO) -> None:
@@ -19,7 +19,8 @@ def render_junit(diagnostics: list[Diagnostic], out: TextIO) -> None:
     if not by_path:
         suite = ET.SubElement(root, "testsuite", name="gradlint", tests="1", failures="0", errors="0")
         ET.SubElement(suite, "testcase", name="No problems found", classname="gradlint")
-    for path, found in by_path.items():
+    for raw, found in by_path.items():
+        path = shown_path(raw)
         suite = ET.SubElement(root, "testsuite", name=path, tests=str(len(found)), failures=str(len(found)),
                               errors="0")
         for d in found:

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import os
+import re
 from dataclasses import dataclass, field
 
 from gradlint.diagnostics import Diagnostic
@@ -30,6 +32,22 @@ class ReportOptions:
 
 
 def location(diagnostic: Diagnostic) -> str:
-    """``path:line:col``, or ``path:cell N:line:col`` for a notebook cell."""
+    """``path:line:col``, or ``path:cell N:line:col`` for a notebook cell (the path printable)."""
     cell = f"cell {diagnostic.cell}:" if diagnostic.cell is not None else ""
-    return f"{diagnostic.path}:{cell}{diagnostic.line}:{diagnostic.column}"
+    return f"{shown_path(diagnostic.path)}:{cell}{diagnostic.line}:{diagnostic.column}"
+
+
+def shown_path(path: str) -> str:
+    """``path`` as one printable line: bytes that are not UTF-8 as ``\\xff``, control characters
+    (a newline in a file name) as ``\\n`` or ``\\x1b``, so no name can forge a report line."""
+    text = os.fsencode(path).decode("utf-8", "backslashreplace")
+    return _CONTROL.sub(_escape_control, text)
+
+
+_CONTROL = re.compile(r"[\x00-\x1f\x7f-\x9f\u2028\u2029]")
+
+
+def _escape_control(match: re.Match[str]) -> str:
+    char = match.group()
+    return {"\n": "\\n", "\r": "\\r", "\t": "\\t"}.get(char) or (
+        f"\\x{ord(char):02x}" if ord(char) < 0x100 else f"\\u{ord(char):04x}")

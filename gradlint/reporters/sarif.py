@@ -4,6 +4,7 @@ and fixes as artifact changes."""
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 from typing import Any, TextIO
 from urllib.parse import quote
@@ -45,7 +46,7 @@ def _replacement(edit: Edit) -> dict[str, Any]:
 
 
 def _result(diagnostic: Diagnostic, index: int | None) -> dict[str, Any]:
-    artifact = {"uri": quote(diagnostic.path), "uriBaseId": "%SRCROOT%"}
+    artifact = {"uri": quote(os.fsencode(diagnostic.path)), "uriBaseId": "%SRCROOT%"}
     message = diagnostic.message if diagnostic.cell is None else f"cell {diagnostic.cell}: {diagnostic.message}"
     result: dict[str, Any] = {
         "ruleId": diagnostic.code,
