@@ -8,6 +8,7 @@ buffers) takes the place of the file on disk.
 
 from __future__ import annotations
 
+import ast
 import hashlib
 from collections.abc import Mapping
 from pathlib import Path
@@ -25,7 +26,7 @@ class ProjectIndex:
 
     def __init__(self, texts: Mapping[Path, str] | None = None) -> None:
         self._texts = {path.absolute(): text for path, text in (texts or {}).items()}
-        self._by_digest: dict[tuple[Path, str], ModuleSymbols | None] = {}
+        self._by_digest: dict[tuple[Path, str], tuple[ast.Module, ModuleSymbols] | None] = {}
 
     def text(self, path: Path) -> str | None:
         """The module's text (an editor's buffer first), None when it cannot be read or decoded."""
@@ -44,7 +45,15 @@ class ProjectIndex:
 
     def symbols(self, path: Path) -> ModuleSymbols | None:
         """What the module defines and imports; None when it cannot be read or parsed."""
-        path = path.absolute()
+        read = self._read(path.absolute())
+        return read[1] if read else None
+
+    def tree(self, path: Path) -> ast.Module | None:
+        """The module's ``ast`` tree; None when it cannot be read or parsed."""
+        read = self._read(path.absolute())
+        return read[0] if read else None
+
+    def _read(self, path: Path) -> tuple[ast.Module, ModuleSymbols] | None:
         text = self.text(path)
         if text is None:
             return None
@@ -55,7 +64,7 @@ class ProjectIndex:
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 self._by_digest[key] = None
             else:
-                self._by_digest[key] = read_symbols(tree, path, project_root(path))
+                self._by_digest[key] = tree, read_symbols(tree, path, project_root(path))
         return self._by_digest[key]
 
     def lookup(self, path: Path, dotted: str) -> Definition | ClassInfo | None:

@@ -75,7 +75,7 @@ def read_symbols(tree: ast.Module, path: Path, root: Path) -> ModuleSymbols:
         elif isinstance(node, ast.ClassDef):
             methods = {item.name: _definition(item, path, f"{node.name}.{item.name}") for item in node.body
                        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            bases = tuple(name for name in map(_dotted, node.bases) if name)
+            bases = tuple(name for name in map(dotted_name, node.bases) if name)
             _bind(symbols.classes, node.name, ClassInfo(_definition(node, path, node.name), bases, methods), clashes)
     for name in clashes:
         for table in (symbols.imports, symbols.functions, symbols.classes, symbols.external):
@@ -97,7 +97,8 @@ def _definition(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, pat
     return Definition(path, qualname, node.lineno, node.end_lineno or node.lineno)
 
 
-def _dotted(node: ast.expr) -> str | None:
+def dotted_name(node: ast.expr) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
     parts: list[str] = []
     while isinstance(node, ast.Attribute):
         parts.append(node.attr)

@@ -1,0 +1,265 @@
+"""The kinds of training objects a class keeps on ``self`` and a project function returns.
+
+Read with ``ast`` from the project's modules (through :class:`~gradlint.project.index.ProjectIndex`):
+``self.optim = AdamW(...)`` in any method of a class or of its project bases, a factory of the
+project (``self.scheduler = build_scheduler(cfg, opt)`` whose returns are schedulers), a tuple
+position of ``accelerator.prepare`` / ``deepspeed.initialize`` / ``fabric.setup``, a list, tuple or
+dict of such objects (its *element* kind). An attribute assigned objects of two different kinds is
+of no kind: the analysis then says nothing that needs it.
+"""
+
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass, field
+
+from gradlint.names import Kind, constructor_kind
+from gradlint.project.index import ProjectIndex
+from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols, dotted_name
+
+_MAX_DEPTH = 8
+"""How many project calls deep a returned object's kind is traced."""
+
+_PREPARERS = frozenset({"prepare", "setup", "setup_optimizers", "make_private", "make_private_with_epsilon"})
+"""Calls whose result is their arguments, wrapped (a tuple when there are several)."""
+
+
+@dataclass
+class ObjectKinds:
+    """Kinds of names (``opt``) or attributes (``optim`` for ``self.optim``), and of the elements
+    of containers of training objects (``optimizers`` for ``self.optimizers = [g, d]``)."""
+
+    kinds: dict[str, Kind] = field(default_factory=dict)
+    elements: dict[str, Kind] = field(default_factory=dict)
+    _clashes: set[str] = field(default_factory=set)
+
+    def add(self, table: dict[str, Kind], name: str, kind: Kind | None) -> None:
+        """Record ``name``'s kind; a second, different kind makes it unknown for good."""
+        if kind is None or name in self._clashes:
+            return
+        if table.get(name, kind) is not kind:
+            del table[name]
+            self._clashes.add(name)
+            return
+        table[name] = kind
+
+
+class KindReader:
+    """Kinds read from a project, each class and function once."""
+
+    def __init__(self, index: ProjectIndex) -> None:
+        self.index = index
+        self._classes: dict[ClassInfo, ObjectKinds] = {}
+        self._returns: dict[Definition, Kind | None] = {}
+
+    def attributes(self, cls: ClassInfo) -> ObjectKinds:
+        """The kinds of ``self.<attr>`` for ``cls``: its own assignments over its bases'."""
+        if cls in self._classes:
+            return self._classes[cls]
+        self._classes[cls] = found = ObjectKinds()  # a cycle of bases reads an empty table
+        for base in self._project_bases(cls):
+            inherited = self.attributes(base)
+            for name, kind in inherited.kinds.items():
+                found.add(found.kinds, name, kind)
+            for name, kind in inherited.elements.items():
+                found.add(found.elements, name, kind)
+        own = ObjectKinds()
+        for method in cls.methods.values():
+            node = self._node(method)
+            if node is not None:
+                _Assignments(self, method, own, cls).run(node)
+        found.kinds.update(own.kinds)  # the class's own assignments win over its bases'
+        found.elements.update(own.elements)
+        return found
+
+    def returned(self, function: Definition, depth: int = 0) -> Kind | None:
+        """The kind of what ``function`` returns, when every ``return`` of it agrees."""
+        if function in self._returns:
+            return self._returns[function]
+        self._returns[function] = None  # cycle-safe: a recursive call returns no kind
+        node = self._node(function)
+        if node is None or depth > _MAX_DEPTH:
+            return None
+        local = ObjectKinds()
+        reader = _Assignments(self, function, local, self._owner(function), depth)
+        reader.run(node)
+        kinds = {reader.kind_of(ret.value) for ret in ast.walk(node) if isinstance(ret, ast.Return) and ret.value}
+        result = kinds.pop() if len(kinds) == 1 else None
+        self._returns[function] = result
+        return result
+
+    def _project_bases(self, cls: ClassInfo) -> list[ClassInfo]:
+        found = [self.index.lookup(cls.definition.path, base) for base in cls.bases]
+        return [base for base in found if isinstance(base, ClassInfo)]
+
+    def _owner(self, function: Definition) -> ClassInfo | None:
+        if "." not in function.qualname:
+            return None
+        found = self.index.lookup(function.path, function.qualname.split(".", 1)[0])
+        return found if isinstance(found, ClassInfo) else None
+
+    def _node(self, definition: Definition) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        tree = self.index.tree(definition.path)
+        if tree is None:
+            return None
+        for node in ast.walk(tree):
+            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == definition.line:
+                return node
+        return None
+
+
+class _Assignments:
+    """One function's assignments, in order: local names and ``self`` attributes get kinds."""
+
+    def __init__(self, reader: KindReader, function: Definition, found: ObjectKinds, cls: ClassInfo | None,
+                 depth: int = 0) -> None:
+        self.reader = reader
+        self.function = function
+        self.found = found
+        self.cls = cls
+        self.depth = depth
+        self.locals = ObjectKinds()
+        symbols = reader.index.symbols(function.path)
+        self.symbols = symbols if symbols is not None else ModuleSymbols(function.path)
+
+    def run(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
+        for child in _own_statements(node):
+            if isinstance(child, ast.Assign):
+                for target in child.targets:
+                    self.bind(target, child.value)
+            elif isinstance(child, ast.AnnAssign) and child.value is not None:
+                self.bind(child.target, child.value)
+            elif isinstance(child, (ast.For, ast.AsyncFor)):
+                self.bind_element(child.target, child.iter)
+
+    def bind(self, target: ast.expr, value: ast.expr) -> None:
+        if isinstance(value, ast.Await):
+            value = value.value
+        if isinstance(target, (ast.Tuple, ast.List)):
+            for position, element in enumerate(target.elts):
+                self._store(element, self.kind_at(value, position, len(target.elts)), None)
+            return
+        self._store(target, self.kind_of(value), self.element_kind(value))
+
+    def bind_element(self, target: ast.expr, iterable: ast.expr) -> None:
+        """``for opt in self.optimizers:``: the loop variable is an element."""
+        self._store(target, self.element_kind(iterable), None)
+
+    def _store(self, target: ast.expr, kind: Kind | None, element: Kind | None) -> None:
+        if isinstance(target, ast.Name):
+            self.locals.add(self.locals.kinds, target.id, kind)
+            self.locals.add(self.locals.elements, target.id, element)
+        elif _is_self_attribute(target):
+            assert isinstance(target, ast.Attribute)
+            self.found.add(self.found.kinds, target.attr, kind)
+            self.found.add(self.found.elements, target.attr, element)
+
+    def kind_of(self, value: ast.expr) -> Kind | None:
+        """The kind of the object ``value`` evaluates to, when it is known."""
+        if isinstance(value, ast.Name):
+            return self.locals.kinds.get(value.id)
+        if _is_self_attribute(value):
+            assert isinstance(value, ast.Attribute)
+            return self.found.kinds.get(value.attr) or self._class_kinds().kinds.get(value.attr)
+        if isinstance(value, ast.Subscript):
+            return self.element_kind(value.value)
+        if isinstance(value, ast.Call):
+            return self._call_kind(value)
+        return None
+
+    def element_kind(self, value: ast.expr) -> Kind | None:
+        """The kind every element of the container ``value`` has."""
+        if isinstance(value, (ast.List, ast.Tuple, ast.Set)):
+            kinds = {self.kind_of(element) for element in value.elts}
+            return kinds.pop() if len(kinds) == 1 else None
+        if isinstance(value, ast.Dict):
+            kinds = {self.kind_of(element) for element in value.values}
+            return kinds.pop() if len(kinds) == 1 else None
+        if isinstance(value, ast.Call) and _callee(value) in ("values", "list", "tuple"):
+            inner = value.func.value if isinstance(value.func, ast.Attribute) else next(iter(value.args), None)
+            return self.element_kind(inner) if inner is not None else None
+        if isinstance(value, ast.Name):
+            return self.locals.elements.get(value.id)
+        if _is_self_attribute(value):
+            assert isinstance(value, ast.Attribute)
+            return self.found.elements.get(value.attr) or self._class_kinds().elements.get(value.attr)
+        return None
+
+    def kind_at(self, value: ast.expr, position: int, count: int) -> Kind | None:
+        """The kind of the ``position``-th of ``count`` names unpacked from ``value``."""
+        if isinstance(value, (ast.Tuple, ast.List)) and len(value.elts) == count:
+            return self.kind_of(value.elts[position])
+        if not isinstance(value, ast.Call):
+            return None
+        qualified = self._qualified(value.func)
+        if qualified is not None and qualified.endswith("deepspeed.initialize"):
+            return Kind.ENGINE if position == 0 else Kind.ENGINE_PART
+        if _callee(value) in _PREPARERS and len(value.args) == count:
+            return self.kind_of(value.args[position])
+        return None
+
+    def _call_kind(self, call: ast.Call) -> Kind | None:
+        if _callee(call) in _PREPARERS and len(call.args) == 1:
+            return self.kind_of(call.args[0])
+        qualified = self._qualified(call.func)
+        if qualified is not None:
+            kind = constructor_kind(qualified)
+            if kind is not None:
+                return kind
+        target = self._project_callee(call.func)
+        if isinstance(target, Definition):
+            return self.reader.returned(target, self.depth + 1)
+        return None
+
+    def _project_callee(self, func: ast.expr) -> Definition | ClassInfo | None:
+        if _is_self_attribute(func) and self.cls is not None:
+            assert isinstance(func, ast.Attribute)
+            return self.reader.index.method(self.cls, func.attr)
+        dotted = dotted_name(func)
+        if dotted is None or dotted.split(".", 1)[0] in self.locals.kinds:
+            return None
+        return self.reader.index.lookup(self.function.path, dotted)
+
+    def _qualified(self, func: ast.expr) -> str | None:
+        """The callee's name qualified through the module's imports from outside the project."""
+        dotted = dotted_name(func)
+        if dotted is None:
+            return None
+        head, _, rest = dotted.partition(".")
+        base = self.symbols.external.get(head)
+        if base is None:
+            return dotted if head not in self.symbols.imports and head not in self.locals.kinds else None
+        return f"{base}.{rest}" if rest else base
+
+    def _class_kinds(self) -> ObjectKinds:
+        return self.reader.attributes(self.cls) if self.cls is not None else ObjectKinds()
+
+
+def _own_statements(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.stmt]:
+    """The function's statements in order, nested blocks included, nested functions and classes not."""
+    found: list[ast.stmt] = []
+    stack = list(reversed(function.body))
+    while stack:
+        statement = stack.pop()
+        if isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
+            continue
+        found.append(statement)
+        for name in ("orelse", "finalbody", "body"):
+            block = getattr(statement, name, None)
+            if isinstance(block, list):
+                stack.extend(reversed([s for s in block if isinstance(s, ast.stmt)]))
+        for handler in getattr(statement, "handlers", []):
+            stack.extend(reversed(handler.body))
+    return found
+
+
+def _is_self_attribute(node: ast.expr) -> bool:
+    return isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self"
+
+
+def _callee(call: ast.Call) -> str | None:
+    func = call.func
+    if isinstance(func, ast.Attribute):
+        return func.attr
+    return func.id if isinstance(func, ast.Name) else None
+
