@@ -308,6 +308,19 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
 
 
 @main.command()
+@click.argument("target", metavar="PATH[:LINE]")
+@click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+def explain(target: str, output_format: str) -> None:
+    """Show how gradlint reads the training loops of PATH (or the loop around LINE)."""
+    from gradlint.explain import explain_target
+
+    try:
+        click.echo(explain_target(target, output_format), nl=False)
+    except SettingsError as exc:
+        fail(str(exc))
+
+
+@main.command()
 @click.option("--cache-dir", type=click.Path(path_type=Path),
               help="The cache folder to remove (default: $GRADLINT_CACHE_DIR, else .gradlint_cache at the project root).")
 def clean(cache_dir: Path | None) -> None:
