@@ -110,7 +110,19 @@ def _ratio(num: int, den: int) -> str:
     return f"{100 * num / den:.1f}% ({num}/{den})" if den else f"n/a (0/{den})"
 
 
-def per_rule(score: Score) -> list[dict[str, object]]:
+@dataclass(frozen=True)
+class RuleRow:
+    """One rule's figures: findings, true and false positives, defects, defects found."""
+
+    code: str
+    findings: int
+    tp: int
+    fp: int
+    defects: int
+    found: int
+
+
+def per_rule(score: Score) -> list[RuleRow]:
     """Per code: findings, true positives, defects, defects found."""
     codes = sorted({f.code for f in score.findings if f.kind != "unsure"}
                    | {d.code for _, d in score.defects})
@@ -120,8 +132,7 @@ def per_rule(score: Score) -> list[dict[str, object]]:
         tp = sum(f.kind == "tp" for f in judged)
         defects = sum(d.code == code for _, d in score.defects)
         missed = sum(m.code == code for m in score.misses)
-        rows.append({"code": code, "findings": len(judged), "tp": tp, "fp": len(judged) - tp,
-                     "defects": defects, "found": defects - missed})
+        rows.append(RuleRow(code, len(judged), tp, len(judged) - tp, defects, defects - missed))
     return rows
 
 
@@ -142,7 +153,7 @@ class Summary:
     found: int
     precision: float | None
     recall: float | None
-    per_rule: list[dict[str, object]]
+    per_rule: list[RuleRow]
     false_positive_list: list[Scored]
     misses: list[Miss]
     unsure_findings: list[Scored]
@@ -186,9 +197,8 @@ def figures_markdown(s: Summary) -> str:
         "| --- | ---: | ---: | ---: | ---: | ---: | ---: | ---: |",
     ]
     for r in s.per_rule:
-        tp, n, found, defects = (int(r[k]) for k in ("tp", "findings", "found", "defects"))
-        lines.append(f"| {r['code']} | {n} | {tp} | {r['fp']} | {_ratio(tp, n)} | {defects} "
-                     f"| {found} | {_ratio(found, defects)} |")
+        lines.append(f"| {r.code} | {r.findings} | {r.tp} | {r.fp} | {_ratio(r.tp, r.findings)} "
+                     f"| {r.defects} | {r.found} | {_ratio(r.found, r.defects)} |")
     return "\n".join(lines)
 
 

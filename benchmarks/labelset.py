@@ -187,7 +187,8 @@ def _check_loop(raw: object, where: str, codes: frozenset[str], files: set[str])
             problems.append(f"{where}: unknown anchor {name!r}")
         elif line is not None and not _is_int(line):
             problems.append(f"{where}: anchor {name!r} must be a line number or null")
-        elif line is not None and lines_ok and not lines[0] <= line <= lines[1]:
+        elif line is not None and isinstance(lines, list) and lines_ok \
+                and not lines[0] <= line <= lines[1]:
             problems.append(f"{where}: anchor {name!r} line {line} is outside lines "
                             f"{lines[0]}-{lines[1]}")
     return problems

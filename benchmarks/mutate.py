@@ -18,7 +18,7 @@ import json
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
-from dataclasses import asdict, dataclass, field
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from labelled import add_common, load_labels, resolve
@@ -65,17 +65,17 @@ def run_loop(lab: LabelFile, root: Path, loop: Loop, text: str,
             mutant = mutate(text, kind, loop.anchors, loop.accumulates)
         except NotApplicable:
             continue
-        base = dict(package=lab.package, path=loop.path, loop=loop.id, kind=kind.name,
-                    code=kind.code, line=mutant.expected_line)
+        base = Outcome(lab.package, loop.path, loop.id, kind.name, kind.code,
+                       mutant.expected_line, "unparseable")
         if not parses(mutant.text):
-            harness.outcomes.append(Outcome(**base, status="unparseable"))
+            harness.outcomes.append(base)
             continue
         shifted = {(f.code, mutant.line_map[f.line]) for f in original if f.line in mutant.line_map}
         new = sorted(_keys(lint_text(root, loop.path, mutant.text)) - shifted,
                      key=lambda k: (k[1], k[0]))
         expected = (kind.code, mutant.expected_line)
         status = "caught" if new == [expected] else "missed"
-        harness.outcomes.append(Outcome(**base, status=status,
+        harness.outcomes.append(replace(base, status=status,
                                         reported=tuple(f"{c}:{n}" for c, n in new)))
 
 

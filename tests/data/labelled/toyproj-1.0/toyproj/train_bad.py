@@ -32,3 +32,14 @@ def probe(model, batches, accum_steps):
         optimizer.step()
         if (i + 1) % accum_steps == 0 or i + 1 == len(batches):
             optimizer.zero_grad()
+
+
+def warmup(model, batches, accum_steps):
+    optimizer = torch.optim.SGD(model.parameters(), lr=0.01)
+    for update in range(len(batches) // accum_steps):
+        for micro_step in range(accum_steps):
+            inputs, targets = batches[update * accum_steps + micro_step]
+            loss = torch.nn.functional.mse_loss(model(inputs), targets) / accum_steps
+            loss.backward()
+            optimizer.zero_grad()
+        optimizer.step()
