@@ -218,17 +218,28 @@ def report(s: Summary) -> str:
     return "\n".join(out)
 
 
+_SECTION = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.DOTALL)
+
+
+def with_section(text: str, body: str) -> str:
+    """``text`` with its marked benchmark section replaced by ``body`` (appended when absent)."""
+    if _SECTION.search(text):
+        return _SECTION.sub(lambda _: body, text, count=1)
+    return f"{text.rstrip()}\n\n{body}\n" if text.strip() else f"{body}\n"
+
+
+def section_of(text: str) -> str | None:
+    """The marked benchmark section of ``text``, if any (``bench.py`` keeps it)."""
+    found = _SECTION.search(text)
+    return found.group(0) if found else None
+
+
 def update_results(path: Path, data: Summary, command: str) -> None:
-    """Rewrite the marked benchmark section of ``path`` (appended when absent)."""
+    """Rewrite the marked benchmark section of ``path``."""
     body = (f"{BEGIN}\n## Labelled real-code benchmark\n\nProduced by `{command}`.\n\n"
             f"{figures_markdown(data)}\n{END}")
     text = path.read_text(encoding="utf-8") if path.exists() else ""
-    pattern = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.DOTALL)
-    if pattern.search(text):
-        text = pattern.sub(lambda _: body, text, count=1)
-    else:
-        text = f"{text.rstrip()}\n\n{body}\n" if text.strip() else f"{body}\n"
-    path.write_text(text, encoding="utf-8")
+    path.write_text(with_section(text, body), encoding="utf-8")
 
 
 def load_labels(labels_dir: Path, only: Sequence[str]) -> list[LabelFile]:

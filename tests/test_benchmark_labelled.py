@@ -338,3 +338,13 @@ def test_mutate_cli_scores_and_skips_unparseable(tmp_path: Path) -> None:
     assert rows["zero-based-gate"] == "| zero-based-gate | GL403 | 1 | 0 | 0 | 100.0% |"
     assert rows["overall"] == "| overall |  | 4 | 0 | 1 | 100.0% |"
     assert lines[-2:] == ["missed (0):", "findings on the unmutated correct loops (0):"]
+
+
+def test_the_section_survives_a_rewrite_of_the_rest() -> None:
+    from labelled import BEGIN, END, section_of, with_section
+
+    old = f"# old timings\n\n{BEGIN}\nfigures\n{END}\n"
+    kept = section_of(old)
+    assert kept == f"{BEGIN}\nfigures\n{END}"
+    assert with_section("# new timings\n", kept) == f"# new timings\n\n{BEGIN}\nfigures\n{END}\n"
+    assert section_of("# new timings\n") is None
