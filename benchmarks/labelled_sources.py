@@ -52,8 +52,9 @@ def download(labels: LabelFile, dist_dir: Path) -> Path:
     proc = subprocess.run(cmd, capture_output=True, text=True)
     found = corpus.find_archive(pkg, dist_dir)
     if proc.returncode != 0 or found is None:
-        last = (proc.stderr.strip().splitlines() or ["no archive"])[-1]
-        raise SourceError(f"pip download {pkg.pin} failed: {last}")
+        lines = [ln.strip() for ln in proc.stderr.splitlines() if "error" in ln.lower()]
+        why = "; ".join(dict.fromkeys(lines[:3])) or "no archive"
+        raise SourceError(f"pip download {pkg.pin} failed: {why}")
     return found
 
 
