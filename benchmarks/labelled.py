@@ -15,8 +15,10 @@ Invalid labels: one line per problem, exit 2.
 from __future__ import annotations
 
 import argparse
+import datetime as dt
 import json
 import re
+import subprocess
 import sys
 from collections import Counter
 from collections.abc import Sequence
@@ -234,9 +236,21 @@ def section_of(text: str) -> str | None:
     return found.group(0) if found else None
 
 
+def _commit() -> str:
+    """The short commit of this checkout, or ``unknown``."""
+    try:
+        proc = subprocess.run(["git", "-C", str(RESULTS.parent), "rev-parse", "--short", "HEAD"],
+                              capture_output=True, text=True, timeout=30)
+    except (OSError, subprocess.TimeoutExpired):
+        return "unknown"
+    return proc.stdout.strip() if proc.returncode == 0 else "unknown"
+
+
 def update_results(path: Path, data: Summary, command: str) -> None:
     """Rewrite the marked benchmark section of ``path``."""
-    body = (f"{BEGIN}\n## Labelled real-code benchmark\n\nProduced by `{command}`.\n\n"
+    day = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
+    body = (f"{BEGIN}\n## Labelled real-code benchmark\n\nProduced by `{command}` on {day} "
+            f"(gradlint commit {_commit()}); the labels are in `benchmarks/labelled/labels/`.\n\n"
             f"{figures_markdown(data)}\n{END}")
     text = path.read_text(encoding="utf-8") if path.exists() else ""
     path.write_text(with_section(text, body), encoding="utf-8")
