@@ -15,16 +15,18 @@ from __future__ import annotations
 
 import argparse
 import json
+import os
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
 from labelled import add_common, load_labels, resolve
 from labelled_sources import Finding, SourceError, lint_files, lint_text
 from labelset import LabelError, LabelFile, Loop
-from mutations import KINDS, NotApplicable, mutate, parses
+from mutations import KINDS, Mutant, NotApplicable, mutate, parses
 
 
 @dataclass(frozen=True)
@@ -57,9 +59,19 @@ def _keys(findings: Sequence[Finding]) -> set[tuple[str, int]]:
     return {(f.code, f.line) for f in findings}
 
 
-def run_loop(lab: LabelFile, root: Path, loop: Loop, text: str,
-             original: Sequence[Finding], harness: Harness) -> None:
-    """Mutate one correct loop once per applicable kind and lint every mutant."""
+@dataclass(frozen=True)
+class _Job:
+    """One mutant to lint: where, what, and the original's findings shifted to it."""
+
+    base: Outcome
+    mutant: Mutant
+    shifted: frozenset[tuple[str, int]]
+
+
+def mutants_of(lab: LabelFile, loop: Loop, text: str,
+               original: Sequence[Finding]) -> list[Outcome | _Job]:
+    """Every applicable mutant of one correct loop: an unparseable outcome or a job."""
+    made: list[Outcome | _Job] = []
     for kind in KINDS:
         try:
             mutant = mutate(text, kind, loop.anchors, loop.accumulates)
@@ -68,33 +80,42 @@ def run_loop(lab: LabelFile, root: Path, loop: Loop, text: str,
         base = Outcome(lab.package, loop.path, loop.id, kind.name, kind.code,
                        mutant.expected_line, "unparseable")
         if not parses(mutant.text):
-            harness.outcomes.append(base)
+            made.append(base)
             continue
-        shifted = {(f.code, mutant.line_map[f.line]) for f in original if f.line in mutant.line_map}
-        new = sorted(_keys(lint_text(root, loop.path, mutant.text)) - shifted,
-                     key=lambda k: (k[1], k[0]))
-        expected = (kind.code, mutant.expected_line)
-        status = "caught" if new == [expected] else "missed"
-        harness.outcomes.append(replace(base, status=status,
-                                        reported=tuple(f"{c}:{n}" for c, n in new)))
+        shifted = frozenset((f.code, mutant.line_map[f.line]) for f in original
+                            if f.line in mutant.line_map)
+        made.append(_Job(base, mutant, shifted))
+    return made
 
 
-def run_package(lab: LabelFile, root: Path, harness: Harness) -> None:
-    """Every correct loop with anchors of one package."""
+def judge(job: _Job, findings: Sequence[Finding]) -> Outcome:
+    """Caught when the only new finding is the expected code on the expected line."""
+    new = sorted(_keys(findings) - job.shifted, key=lambda k: (k[1], k[0]))
+    expected = (job.base.code, job.base.line)
+    return replace(job.base, status="caught" if new == [expected] else "missed",
+                   reported=tuple(f"{c}:{n}" for c, n in new))
+
+
+def run_package(lab: LabelFile, root: Path, harness: Harness, jobs: int) -> None:
+    """Every correct loop with anchors of one package; ``jobs`` gradlint runs at a time."""
     loops = [lp for lp in lab.loops if lp.verdict == "correct" and any(lp.anchors.values())]
     if not loops:
         return
-    paths = sorted({lp.path for lp in loops})
-    findings = lint_files(root, paths)
+    findings = lint_files(root, sorted({lp.path for lp in loops}))
     by_path: dict[str, list[Finding]] = defaultdict(list)
     for f in findings:
         by_path[f.path].append(f)
+    made: list[Outcome | _Job] = []
     for loop in loops:
         harness.loops += 1
         harness.dirty += [f"{lab.package}/{f.path}:{f.line} {f.code} {f.message} (loop {loop.id})"
                           for f in by_path[loop.path] if loop.contains(f.path, f.line)]
         text = (root / loop.path).read_text(encoding="utf-8")
-        run_loop(lab, root, loop, text, by_path[loop.path], harness)
+        made += mutants_of(lab, loop, text, by_path[loop.path])
+    todo = [m for m in made if isinstance(m, _Job)]
+    with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
+        linted = iter(list(pool.map(lambda j: lint_text(root, j.base.path, j.mutant.text), todo)))
+    harness.outcomes += [judge(m, next(linted)) if isinstance(m, _Job) else m for m in made]
 
 
 def shares(harness: Harness) -> list[dict[str, object]]:
@@ -133,6 +154,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common(parser)
+    parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
+                        help="gradlint runs at a time (default: the number of CPUs)")
     args = parser.parse_args(argv)
     try:
         roots = resolve(load_labels(args.labels_dir, args.only), args.source_dir)
@@ -145,7 +168,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     harness = Harness()
     try:
         for lab, root in roots:
-            run_package(lab, root, harness)
+            run_package(lab, root, harness, args.jobs)
     except SourceError as exc:
         print(f"mutate: {exc}", file=sys.stderr)
         return 1

@@ -348,3 +348,17 @@ def test_the_section_survives_a_rewrite_of_the_rest() -> None:
     assert kept == f"{BEGIN}\nfigures\n{END}"
     assert with_section("# new timings\n", kept) == f"# new timings\n\n{BEGIN}\nfigures\n{END}\n"
     assert section_of("# new timings\n") is None
+
+
+def test_only_names_a_package_without_labels(tmp_path: Path) -> None:
+    proc = run("labelled.py", write_labels(tmp_path, toy_labels()), "--only", "nosuch")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["no label file for nosuch in labels"]
+
+
+def test_missing_source_tree_is_one_line(tmp_path: Path) -> None:
+    lab = toy_labels()
+    lab["version"] = "2.0"
+    proc = run("labelled.py", write_labels(tmp_path, lab))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"labelled: toyproj-2.0: no folder toyproj-2.0 in {TREES}"]
