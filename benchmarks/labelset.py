@@ -104,6 +104,8 @@ def known_codes(readme: Path = RULES_README) -> frozenset[str]:
     except OSError:
         text = ""
     table = re.findall(r"^\|\s*\[?(GL\d{3})\]?", text, flags=re.MULTILINE)
+    if not table:
+        raise LabelError([f"{readme}: no rule table to check the codes against"])
     return frozenset(table) | frozenset(CATALOGUE_II)
 
 

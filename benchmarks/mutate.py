@@ -110,7 +110,11 @@ def run_package(lab: LabelFile, root: Path, harness: Harness, jobs: int) -> None
         harness.loops += 1
         harness.dirty += [f"{lab.package}/{f.path}:{f.line} {f.code} {f.message} (loop {loop.id})"
                           for f in by_path[loop.path] if loop.contains(f.path, f.line)]
-        text = (root / loop.path).read_text(encoding="utf-8")
+        try:
+            text = (root / loop.path).read_text(encoding="utf-8")
+        except UnicodeDecodeError:
+            harness.dirty.append(f"{lab.package}/{loop.path}: not UTF-8, not mutated (loop {loop.id})")
+            continue
         made += mutants_of(lab, loop, text, by_path[loop.path])
     todo = [m for m in made if isinstance(m, _Job)]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:

@@ -326,7 +326,10 @@ def mutate(text: str, kind: Kind, anchors: Anchors, accumulates: bool) -> Mutant
     The mutant may not parse: callers check it (``parses``)."""
     if kind.micro_batch and not accumulates:
         raise NotApplicable("the loop does not accumulate")
-    src = _Source(text)
+    try:
+        src = _Source(text)
+    except (SyntaxError, ValueError):
+        raise NotApplicable("the original does not parse") from None
     expected = kind.apply(src, anchors)
     mutant = src.result(kind.name, kind.code, expected)
     if mutant.text == text:

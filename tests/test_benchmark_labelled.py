@@ -362,3 +362,8 @@ def test_missing_source_tree_is_one_line(tmp_path: Path) -> None:
     proc = run("labelled.py", write_labels(tmp_path, lab))
     assert proc.returncode == 2
     assert proc.stderr.splitlines() == [f"labelled: toyproj-2.0: no folder toyproj-2.0 in {TREES}"]
+
+
+def test_a_file_that_does_not_parse_has_no_mutants() -> None:
+    with pytest.raises(NotApplicable, match="the original does not parse"):
+        mutate("def train(:\n", KINDS[0], OK_ANCHORS, accumulates=True)
