@@ -29,6 +29,7 @@ from pathlib import Path
 
 import corpus
 from common import REPO, RunResult, gradlint_argv, gradlint_env, help_text, run_measured, supports
+from labelled import section_of, with_section
 
 RESULTS = Path(__file__).resolve().with_name("RESULTS.md")
 DEFAULT_REPS = 3
@@ -525,7 +526,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     print("\n".join([*results_table(tools), "", *targets(tools)]))
     default = workdir.parent / "RESULTS-quick.md" if args.quick else RESULTS
     output = args.output or default
-    output.write_text(render(tools, gl, peers, corp, reps, args.quick))
+    text = render(tools, gl, peers, corp, reps, args.quick)
+    kept = section_of(output.read_text(encoding="utf-8")) if output.exists() else None
+    output.write_text(with_section(text, kept) if kept else text)
     print(f"\nwrote {output}", file=sys.stderr)
     return 0 if all(t.ok_runs for t in tools) else 1
 

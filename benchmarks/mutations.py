@@ -1,0 +1,346 @@
+"""Defect injection for the mutation harness: each kind rewrites one correct loop,
+located by its labelled anchors, into a copy with exactly one catalogue defect.
+
+Statements are found with ``ast`` (the outermost statement starting on an anchor's line)
+and moved or deleted whole, re-indented to their destination block.  A statement that
+leaves its block empty is replaced by ``pass``.  Every line keeps the number it had in
+the original, so findings can be compared across the edit.
+"""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
+from typing import Any
+
+Anchors = Mapping[str, int | None]
+
+
+class NotApplicable(Exception):
+    """The mutation kind does not apply to this loop; the message says why."""
+
+
+@dataclass(frozen=True)
+class Mutant:
+    """One mutated copy of a file."""
+
+    kind: str
+    code: str
+    text: str
+    expected_line: int
+    """The line of the mutant where ``code`` must be reported."""
+    line_map: Mapping[int, int]
+    """Original line -> mutant line, for every line the mutant keeps."""
+
+
+Row = list[Any]
+"""[original line number or None, the line's text with its newline]"""
+
+
+@dataclass
+class _Span:
+    """A source range in ``ast`` coordinates (1-based lines, UTF-8 byte columns)."""
+
+    lineno: int
+    col_offset: int
+    end_lineno: int
+    end_col_offset: int
+
+    @classmethod
+    def of(cls, node: ast.expr) -> _Span:
+        return cls(node.lineno, node.col_offset, node.end_lineno or node.lineno,
+                   node.end_col_offset or 0)
+
+
+def _indent(text: str) -> str:
+    return text[: len(text) - len(text.lstrip(" \t"))]
+
+
+class _Source:
+    """A file being mutated: its tree and lines tagged with their original numbers."""
+
+    def __init__(self, text: str) -> None:
+        self.tree = ast.parse(text)
+        self.rows: list[Row] = [[i + 1, line] for i, line in enumerate(text.splitlines(True))]
+        if self.rows and not self.rows[-1][1].endswith("\n"):
+            self.rows[-1][1] += "\n"
+        self.parents: dict[ast.AST, ast.AST] = {}
+        for node in ast.walk(self.tree):
+            for child in ast.iter_child_nodes(node):
+                self.parents[child] = node
+
+    def statement(self, line: int | None, anchor: str) -> ast.stmt:
+        """The outermost statement starting on ``line``, alone on its lines."""
+        if line is None:
+            raise NotApplicable(f"no {anchor} anchor")
+        found = [n for n in ast.walk(self.tree) if isinstance(n, ast.stmt) and n.lineno == line]
+        if not found:
+            raise NotApplicable(f"no statement starts on line {line} ({anchor})")
+        stmt = max(found, key=lambda n: (n.end_lineno or n.lineno) - n.lineno)
+        first = self.rows[self._index(stmt.lineno)][1]
+        last = self.rows[self._index(stmt.end_lineno or stmt.lineno)][1]
+        before = first.encode()[: stmt.col_offset].decode(errors="replace")
+        after = last.encode()[stmt.end_col_offset or 0:].decode(errors="replace").strip()
+        if before.strip() or (after and not after.startswith("#")):
+            raise NotApplicable(f"the {anchor} statement on line {line} shares its line")
+        return stmt
+
+    def _index(self, tag: int) -> int:
+        for i, (t, _) in enumerate(self.rows):
+            if t == tag:
+                return i
+        raise NotApplicable(f"line {tag} is gone")
+
+    def _span(self, stmt: ast.stmt) -> tuple[int, int]:
+        """Row indices [start, end) of ``stmt``."""
+        return self._index(stmt.lineno), self._index(stmt.end_lineno or stmt.lineno) + 1
+
+    def _sole(self, stmt: ast.stmt) -> bool:
+        """Whether ``stmt`` is the only statement of its block."""
+        parent = self.parents.get(stmt)
+        for name in ("body", "orelse", "finalbody"):
+            block = getattr(parent, name, None)
+            if isinstance(block, list) and stmt in block:
+                return len(block) == 1
+        return False
+
+    def remove(self, stmt: ast.stmt) -> list[Row]:
+        """Take ``stmt``'s lines out (``pass`` in their place if the block empties)."""
+        start, end = self._span(stmt)
+        taken = self.rows[start:end]
+        filler: list[Row] = [[None, _indent(taken[0][1]) + "pass\n"]] if self._sole(stmt) else []
+        self.rows[start:end] = filler
+        return taken
+
+    def insert(self, rows: list[Row], anchor: ast.stmt, *, after: bool) -> None:
+        """Insert ``rows`` just after (or before) ``anchor``, re-indented to its block."""
+        start, end = self._span(anchor)
+        dest = _indent(self.rows[start][1])
+        src = _indent(rows[0][1])
+        moved = [[t, dest + line[len(src):] if line.startswith(src) and line.strip() else line]
+                 for t, line in rows]
+        at = end if after else start
+        self.rows[at:at] = moved
+
+    def move(self, stmt: ast.stmt, anchor: ast.stmt, *, after: bool) -> None:
+        """Move ``stmt`` next to ``anchor``."""
+        if _inside(anchor, stmt) or _inside(stmt, anchor):
+            raise NotApplicable("the statement to move holds its destination")
+        self.insert(self.remove(stmt), anchor, after=after)
+
+    def replace(self, span: _Span, text: str) -> None:
+        """Replace the source in ``span`` with ``text``."""
+        first, last = self._index(span.lineno), self._index(span.end_lineno)
+        head = self.rows[first][1].encode()[: span.col_offset].decode()
+        tail = self.rows[last][1].encode()[span.end_col_offset:].decode()
+        self.rows[first][1] = head + text + tail
+        del self.rows[first + 1: last + 1]
+
+    def segment(self, node: ast.AST) -> str:
+        """The original source of ``node``."""
+        text = "".join(line for _, line in self.rows)
+        return ast.get_source_segment(text, node) or ""
+
+    def extent(self, node: ast.expr) -> _Span:
+        """``node``'s span, with its grouping parentheses if it has some (not a call's)."""
+        span = _Span.of(node)
+        parent = self.parents.get(node)
+        if isinstance(parent, ast.Call) and node in parent.args:
+            return span
+        line = self.rows[self._index(span.lineno)][1].encode()
+        end_line = self.rows[self._index(span.end_lineno)][1].encode()
+        col, end = span.col_offset, span.end_col_offset
+        if col > 0 and line[col - 1:col] == b"(" and end_line[end:end + 1] == b")":
+            return _Span(span.lineno, col - 1, span.end_lineno, end + 1)
+        return span
+
+    def result(self, kind: str, code: str, expected_tag: int | None) -> Mutant:
+        text = "".join(line for _, line in self.rows)
+        line_map = {t: i + 1 for i, (t, _) in enumerate(self.rows) if t is not None}
+        if expected_tag is None or expected_tag not in line_map:
+            raise NotApplicable("the expected line is gone")
+        return Mutant(kind, code, text, line_map[expected_tag], line_map)
+
+
+def _inside(node: ast.AST, outer: ast.AST) -> bool:
+    return node is not outer and any(n is node for n in ast.walk(outer))
+
+
+def _divisions(node: ast.AST) -> list[ast.BinOp]:
+    return [n for n in ast.walk(node) if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Div)]
+
+
+# --- the mutation kinds -------------------------------------------------------------------
+
+def _into_micro(anchor: str) -> Callable[[_Source, Anchors], int]:
+    def mutate(src: _Source, a: Anchors) -> int:
+        stmt = src.statement(a.get(anchor), anchor)
+        src.move(stmt, src.statement(a.get("backward"), "backward"), after=True)
+        return stmt.lineno
+    return mutate
+
+
+def _clip_after_step(src: _Source, a: Anchors) -> int:
+    clip = src.statement(a.get("clip"), "clip")
+    src.move(clip, src.statement(a.get("step"), "step"), after=True)
+    return clip.lineno
+
+
+def _scheduler_before_step(src: _Source, a: Anchors) -> int:
+    sched = src.statement(a.get("scheduler"), "scheduler")
+    src.move(sched, src.statement(a.get("step"), "step"), after=False)
+    return sched.lineno
+
+
+def _unscale_after_clip(src: _Source, a: Anchors) -> int:
+    clip = src.statement(a.get("clip"), "clip")
+    src.move(src.statement(a.get("unscale"), "unscale"), clip, after=True)
+    return clip.lineno
+
+
+def _zero_grad_before_step(src: _Source, a: Anchors) -> int:
+    zero = src.statement(a.get("zero_grad"), "zero_grad")
+    step = src.statement(a.get("step"), "step")
+    if _next_statement(src, zero) is step:
+        raise NotApplicable("zero_grad is already just before the step")
+    src.move(zero, step, after=False)
+    return zero.lineno
+
+
+def _next_statement(src: _Source, stmt: ast.stmt) -> ast.stmt | None:
+    parent = src.parents.get(stmt)
+    for name in ("body", "orelse", "finalbody"):
+        block = getattr(parent, name, None)
+        if isinstance(block, list) and stmt in block:
+            i = block.index(stmt)
+            return block[i + 1] if i + 1 < len(block) else None
+    return None
+
+
+def _drop_zero_grad(src: _Source, a: Anchors) -> int:
+    step = src.statement(a.get("step"), "step")
+    src.remove(src.statement(a.get("zero_grad"), "zero_grad"))
+    return step.lineno
+
+
+def _drop_scaling(src: _Source, a: Anchors) -> int:
+    backward = src.statement(a.get("backward"), "backward")
+    line = a.get("scale")
+    if line is not None and line != backward.lineno:
+        scale = src.statement(line, "scale")
+        if isinstance(scale, ast.AugAssign) and isinstance(scale.op, ast.Div):
+            src.remove(scale)
+            return backward.lineno
+        value = scale.value if isinstance(scale, (ast.Assign, ast.AnnAssign)) else None
+        if not (isinstance(value, ast.BinOp) and isinstance(value.op, ast.Div)):
+            raise NotApplicable(f"the scale statement on line {line} is not `x = expr / N`")
+        division = value
+    else:
+        found = _divisions(backward)
+        if len(found) != 1:
+            raise NotApplicable("no single `loss / N` in the backward statement")
+        division = found[0]
+    src.replace(src.extent(division), src.segment(division.left))
+    return backward.lineno
+
+
+def _drop_no_sync(src: _Source, a: Anchors) -> int:
+    backward = src.statement(a.get("backward"), "backward")
+    guard = src.statement(a.get("no_sync"), "no_sync")
+    if isinstance(guard, (ast.Assign, ast.AugAssign)):
+        targets = guard.targets if isinstance(guard, ast.Assign) else [guard.target]
+        if not any(isinstance(t, ast.Attribute) and "sync" in t.attr for t in targets):
+            raise NotApplicable("the no_sync anchor is an assignment but not a sync flag")
+        src.remove(guard)
+        return backward.lineno
+    if not isinstance(guard, (ast.With, ast.AsyncWith)):
+        raise NotApplicable("the no_sync anchor is neither a `with` nor a sync flag")
+    if not _inside(backward, guard):
+        raise NotApplicable("the backward is not inside the no_sync `with`")
+    if len(guard.items) > 1:
+        raise NotApplicable("the no_sync `with` has several items")
+    body_first = guard.body[0].lineno
+    if body_first == guard.lineno:
+        raise NotApplicable("the no_sync `with` has its body on its own line")
+    start, body_start = src._index(guard.lineno), src._index(body_first)
+    end = src._index(guard.end_lineno or guard.lineno) + 1
+    outer, inner = _indent(src.rows[start][1]), _indent(src.rows[body_start][1])
+    for row in src.rows[body_start:end]:
+        if row[1].startswith(inner) and row[1].strip():
+            row[1] = outer + row[1][len(inner):]
+    del src.rows[start:body_start]
+    return backward.lineno
+
+
+def _zero_based_gate(src: _Source, a: Anchors) -> int:
+    gate = src.statement(a.get("gate"), "gate")
+    if not isinstance(gate, (ast.If, ast.While)):
+        raise NotApplicable("the gate is not an `if`")
+    plus_ones = [
+        n.left for n in ast.walk(gate.test)
+        if isinstance(n, ast.BinOp) and isinstance(n.op, ast.Mod)
+        and isinstance(n.left, ast.BinOp) and isinstance(n.left.op, ast.Add)
+        and isinstance(n.left.right, ast.Constant) and n.left.right.value == 1
+        and isinstance(src.parents.get(n), ast.Compare)
+    ]
+    if len(plus_ones) != 1:
+        raise NotApplicable("no single `(i + 1) % N` in the gate")
+    node = plus_ones[0]
+    assert isinstance(node, ast.BinOp)
+    src.replace(src.extent(node), src.segment(node.left))
+    return gate.lineno
+
+
+@dataclass(frozen=True)
+class Kind:
+    """A mutation kind: its name, the code it must trigger, and its rewrite."""
+
+    name: str
+    code: str
+    micro_batch: bool
+    """Applies only to loops that accumulate."""
+    apply: Callable[[_Source, Anchors], int]
+    """Rewrites the source; returns the original line where the code is expected."""
+
+
+KINDS: tuple[Kind, ...] = (
+    Kind("clip-into-micro-batch", "GL101", True, _into_micro("clip")),
+    Kind("step-into-micro-batch", "GL102", True, _into_micro("step")),
+    Kind("zero-grad-into-micro-batch", "GL103", True, _into_micro("zero_grad")),
+    Kind("scheduler-into-micro-batch", "GL104", True, _into_micro("scheduler")),
+    Kind("drop-scaling", "GL201", True, _drop_scaling),
+    Kind("clip-after-step", "GL301", False, _clip_after_step),
+    Kind("scheduler-before-step", "GL302", False, _scheduler_before_step),
+    Kind("unscale-after-clip", "GL303", False, _unscale_after_clip),
+    Kind("drop-zero-grad", "GL304", False, _drop_zero_grad),
+    Kind("zero-grad-before-step", "GL305", False, _zero_grad_before_step),
+    Kind("drop-no-sync", "GL402", True, _drop_no_sync),
+    Kind("zero-based-gate", "GL403", True, _zero_based_gate),
+)
+
+
+def mutate(text: str, kind: Kind, anchors: Anchors, accumulates: bool) -> Mutant:
+    """The mutant of ``text`` for ``kind``; :class:`NotApplicable` when it does not apply.
+
+    The mutant may not parse: callers check it (``parses``)."""
+    if kind.micro_batch and not accumulates:
+        raise NotApplicable("the loop does not accumulate")
+    try:
+        src = _Source(text)
+    except (SyntaxError, ValueError):
+        raise NotApplicable("the original does not parse") from None
+    expected = kind.apply(src, anchors)
+    mutant = src.result(kind.name, kind.code, expected)
+    if mutant.text == text:
+        raise NotApplicable("the rewrite changes nothing")
+    return mutant
+
+
+def parses(text: str) -> bool:
+    """Whether ``text`` compiles (``ast.parse`` alone accepts a ``continue`` outside a loop)."""
+    try:
+        compile(text, "<mutant>", "exec", dont_inherit=True)
+    except (SyntaxError, ValueError):
+        return False
+    return True

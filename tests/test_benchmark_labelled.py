@@ -1,0 +1,369 @@
+"""The labelled real-code benchmark (benchmarks/labelled.py) and the mutation harness
+(benchmarks/mutate.py), on the tiny local project tests/data/labelled/toyproj-1.0/."""
+
+from __future__ import annotations
+
+import difflib
+import json
+import subprocess
+import sys
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+ROOT = Path(__file__).resolve().parent.parent
+BENCH = ROOT / "benchmarks"
+TREES = ROOT / "tests" / "data" / "labelled"
+TOY = TREES / "toyproj-1.0" / "toyproj"
+sys.path.insert(0, str(BENCH))
+
+from mutations import KINDS, NotApplicable, mutate, parses  # noqa: E402
+
+OK_ANCHORS = {"forward": 23, "scale": 24, "backward": 25, "gate": 26, "unscale": 27, "clip": 28,
+              "step": 29, "scheduler": 31, "zero_grad": 32, "no_sync": 21, "counter": 33}
+
+
+def toy_labels() -> dict[str, Any]:
+    """Labels of the toy project: one correct loop, one defective, one correct loop
+    gradlint flags, one unsure; ``warmup`` in train_bad.py is left unlabelled."""
+    return {
+        "package": "toyproj", "version": "1.0", "dist": "sdist", "project": "example/toyproj",
+        "files": ["toyproj/train_ok.py", "toyproj/train_bad.py"],
+        "loops": [
+            {"id": "ok", "path": "toyproj/train_ok.py", "function": "train", "lines": [15, 37],
+             "style": ["script", "counted-gate", "amp", "ddp"], "accumulates": True,
+             "n": "accum_steps", "verdict": "correct", "anchors": dict(OK_ANCHORS)},
+            {"id": "bad", "path": "toyproj/train_bad.py", "function": "train", "lines": [8, 14],
+             "style": ["script", "counted-gate"], "accumulates": True, "verdict": "defective",
+             "defects": [{"code": "GL101", "line": 11, "why": "clip per micro-batch"},
+                         {"code": "GL401", "line": 12, "why": "no last-batch branch"}]},
+            {"id": "ft", "path": "toyproj/train_bad.py", "function": "finetune",
+             "lines": [19, 24], "style": ["script"], "accumulates": True, "verdict": "correct"},
+            {"id": "probe", "path": "toyproj/train_bad.py", "function": "probe",
+             "lines": [29, 34], "style": ["script"], "accumulates": True, "verdict": "unsure"},
+        ],
+    }
+
+
+def write_labels(tmp_path: Path, *labels: dict[str, Any]) -> Path:
+    folder = tmp_path / "labels"
+    folder.mkdir(exist_ok=True)
+    for lab in labels:
+        (folder / f"{lab['package']}.json").write_text(json.dumps(lab))
+    return folder
+
+
+def run(script: str, labels: Path, *args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run([sys.executable, str(BENCH / script), "--labels-dir", str(labels),
+                           "--source-dir", str(TREES), *args],
+                          capture_output=True, text=True, cwd=ROOT, timeout=600)
+
+
+# --- validation ---------------------------------------------------------------------------
+
+def _set(path: list[Any], value: Any) -> dict[str, Any]:
+    lab = toy_labels()
+    node: Any = lab
+    for key in path[:-1]:
+        node = node[key]
+    if value is KeyError:
+        del node[path[-1]]
+    else:
+        node[path[-1]] = value
+    return lab
+
+
+@pytest.mark.parametrize(("label", "message"), [
+    (_set(["loops", 1, "defects", 0, "code"], "GL999"),
+     "toyproj.json loop bad defect 1: unknown rule code 'GL999'"),
+    (_set(["loops", 0, "anchors", "step"], 40),
+     "toyproj.json loop ok: anchor 'step' line 40 is outside lines 15-37"),
+    (_set(["loops", 0, "verdict"], "fine"),
+     "toyproj.json loop ok: verdict must be one of correct, defective, unsure, not 'fine'"),
+    (_set(["loops", 2, "function"], KeyError), "toyproj.json loop ft: missing key 'function'"),
+    (_set(["loops", 2, "path"], "toyproj/other.py"),
+     "toyproj.json loop ft: loop path 'toyproj/other.py' is not in 'files'"),
+    (_set(["loops", 3, "style"], ["scripts"]), "toyproj.json loop probe: unknown style 'scripts'"),
+    (_set(["loops", 2, "defects"], [{"code": "GL201", "line": 21, "why": "x"}]),
+     "toyproj.json loop ft: a loop labelled correct has defects"),
+    (_set(["loops", 0, "lines"], [15, 90]),
+     "toyproj.json loop ok: lines end at 90, past the end of toyproj/train_ok.py (37 lines)"),
+    (_set(["files", 1], "toyproj/missing.py"),
+     "toyproj.json: file 'toyproj/missing.py' is not in toyproj-1.0"),
+    (_set(["colour"], "blue"), "toyproj.json: unknown key 'colour'"),
+])
+def test_invalid_labels_exit_2_with_one_line(tmp_path: Path, label: dict[str, Any],
+                                             message: str) -> None:
+    if label["files"][1] == "toyproj/missing.py":
+        label["loops"] = label["loops"][:1]
+    proc = run("labelled.py", write_labels(tmp_path, label))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [message]
+    assert proc.stdout == ""
+
+
+def test_invalid_json_is_one_line(tmp_path: Path) -> None:
+    folder = tmp_path / "labels"
+    folder.mkdir()
+    (folder / "toyproj.json").write_text('{"package": "toyproj",\n')
+    proc = run("labelled.py", folder)
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "toyproj.json: invalid JSON: Expecting property name enclosed in double quotes at line 2"]
+
+
+def test_every_problem_is_listed(tmp_path: Path) -> None:
+    lab = _set(["loops", 0, "anchors", "gate"], 1)
+    lab["loops"][1]["defects"][1]["code"] = "GL4O1"
+    proc = run("labelled.py", write_labels(tmp_path, lab))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [
+        "toyproj.json loop ok: anchor 'gate' line 1 is outside lines 15-37",
+        "toyproj.json loop bad defect 2: unknown rule code 'GL4O1'",
+    ]
+
+
+# --- precision and recall -----------------------------------------------------------------
+
+def test_precision_recall_and_lists(tmp_path: Path) -> None:
+    proc = run("labelled.py", write_labels(tmp_path, toy_labels()))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[:5] == [
+        "- packages 1, projects 1, loops 4 (correct 2, defective 1, unsure 1)",
+        "- styles: amp 1, counted-gate 2, ddp 1, script 4",
+        "- findings 3: 1 true, 2 false (1 unreviewed); 2 in unsure loops, not counted",
+        "- precision 33.3% (1/3)",
+        "- recall 50.0% (1/2)",
+    ]
+    assert lines[8:12] == [
+        "| GL101 | 1 | 1 | 0 | 100.0% (1/1) | 1 | 1 | 100.0% (1/1) |",
+        "| GL103 | 1 | 0 | 1 | 0.0% (0/1) | 0 | 0 | n/a (0/0) |",
+        "| GL201 | 1 | 0 | 1 | 0.0% (0/1) | 0 | 0 | n/a (0/0) |",
+        "| GL401 | 0 | 0 | 0 | n/a (0/0) | 1 | 0 | 0.0% (0/1) |",
+    ]
+    fp_at = lines.index("false positives (2):")
+    assert lines[fp_at + 1].startswith("  toyproj/toyproj/train_bad.py:21 GL201 ")
+    assert lines[fp_at + 1].endswith(" / in loop ft, labelled correct")
+    assert lines[fp_at + 2].startswith("  toyproj/toyproj/train_bad.py:44 GL103 ")
+    assert lines[fp_at + 2].endswith(" / unreviewed: outside every labelled loop")
+    assert lines[fp_at + 3:fp_at + 5] == [
+        "misses (1):",
+        "  toyproj/toyproj/train_bad.py:12 GL401 (loop bad) / no last-batch branch",
+    ]
+    assert lines[fp_at + 5] == "findings in unsure loops, not counted (2):"
+    assert [line.split()[:2] for line in lines[fp_at + 6:]] == [
+        ["toyproj/toyproj/train_bad.py:31", "GL202"], ["toyproj/toyproj/train_bad.py:32", "GL102"]]
+
+
+def test_json_and_select(tmp_path: Path) -> None:
+    proc = run("labelled.py", write_labels(tmp_path, toy_labels()), "--json", "--select", "GL1")
+    assert proc.returncode == 0, proc.stderr
+    data = json.loads(proc.stdout)
+    assert (data["findings"], data["true_positives"], data["defects"], data["found"]) == (2, 1, 2, 1)
+    assert data["precision"] == 0.5 and data["recall"] == 0.5
+    assert [(f["line"], f["code"]) for f in data["false_positive_list"]] == [(44, "GL103")]
+    assert [(f["line"], f["code"]) for f in data["unsure_findings"]] == [(32, "GL102")]
+
+
+def test_update_results_rewrites_its_section(tmp_path: Path) -> None:
+    results = tmp_path / "RESULTS.md"
+    results.write_text("# bench\n\nkept\n")
+    labels = write_labels(tmp_path, toy_labels())
+    for _ in range(2):
+        proc = run("labelled.py", labels, "--update-results", "--results-file", str(results))
+        assert proc.returncode == 0, proc.stderr
+    text = results.read_text()
+    assert text.startswith("# bench\n\nkept\n\n<!-- labelled-benchmark:begin -->\n")
+    assert text.count("## Labelled real-code benchmark") == 1
+    assert "- precision 33.3% (1/3)\n" in text
+    assert text.endswith("<!-- labelled-benchmark:end -->\n")
+
+
+# --- mutations ----------------------------------------------------------------------------
+
+def diff(before: str, after: str) -> list[str]:
+    return [line.rstrip("\n") for line in difflib.unified_diff(
+        before.splitlines(True), after.splitlines(True), n=0)][2:]
+
+
+EXPECTED_DIFFS = {
+    "clip-into-micro-batch": (26, [
+        "@@ -25,0 +26 @@",
+        "+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)",
+        "@@ -28 +28,0 @@",
+        "-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)"]),
+    "step-into-micro-batch": (26, [
+        "@@ -25,0 +26 @@", "+            scaler.step(optimizer)",
+        "@@ -29 +29,0 @@", "-            scaler.step(optimizer)"]),
+    "zero-grad-into-micro-batch": (26, [
+        "@@ -25,0 +26 @@", "+            optimizer.zero_grad()",
+        "@@ -32 +32,0 @@", "-            optimizer.zero_grad()"]),
+    "scheduler-into-micro-batch": (26, [
+        "@@ -25,0 +26 @@", "+            scheduler.step()",
+        "@@ -31 +31,0 @@", "-            scheduler.step()"]),
+    "drop-scaling": (25, [
+        "@@ -24 +24 @@", "-            loss = loss / window_size", "+            loss = loss"]),
+    "clip-after-step": (29, [
+        "@@ -27,0 +28 @@", "+            scaler.step(optimizer)",
+        "@@ -29 +29,0 @@", "-            scaler.step(optimizer)"]),
+    "scheduler-before-step": (29, [
+        "@@ -28,0 +29 @@", "+            scheduler.step()",
+        "@@ -31 +31,0 @@", "-            scheduler.step()"]),
+    "unscale-after-clip": (27, [
+        "@@ -26,0 +27 @@",
+        "+            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)",
+        "@@ -28 +28,0 @@",
+        "-            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)"]),
+    "drop-zero-grad": (29, ["@@ -32 +31,0 @@", "-            optimizer.zero_grad()"]),
+    "zero-grad-before-step": (29, [
+        "@@ -28,0 +29 @@", "+            optimizer.zero_grad()",
+        "@@ -32 +32,0 @@", "-            optimizer.zero_grad()"]),
+    "drop-no-sync": (24, [
+        "@@ -21,5 +21,4 @@",
+        "-        with sync_context:",
+        '-            with torch.autocast("cuda", dtype=torch.float16):',
+        "-                loss = torch.nn.functional.cross_entropy(model(inputs), targets)",
+        "-            loss = loss / window_size",
+        "-            scaler.scale(loss).backward()",
+        '+        with torch.autocast("cuda", dtype=torch.float16):',
+        "+            loss = torch.nn.functional.cross_entropy(model(inputs), targets)",
+        "+        loss = loss / window_size",
+        "+        scaler.scale(loss).backward()"]),
+    "zero-based-gate": (26, [
+        "@@ -26 +26 @@",
+        "-        if (step + 1) % accum_steps == 0 or last:",
+        "+        if step % accum_steps == 0 or last:"]),
+}
+
+
+@pytest.mark.parametrize("kind", KINDS, ids=[k.name for k in KINDS])
+def test_each_kind_produces_its_mutant(kind: Any) -> None:
+    text = (TOY / "train_ok.py").read_text()
+    mutant = mutate(text, kind, OK_ANCHORS, accumulates=True)
+    line, expected = EXPECTED_DIFFS[kind.name]
+    assert diff(text, mutant.text) == expected
+    assert mutant.expected_line == line
+    assert parses(mutant.text)
+
+
+def test_moves_keep_line_map_and_order() -> None:
+    text = (TOY / "train_ok.py").read_text()
+    kind = next(k for k in KINDS if k.name == "clip-after-step")
+    mutant = mutate(text, kind, OK_ANCHORS, accumulates=True)
+    lines = mutant.text.splitlines()
+    assert lines[26:30] == ["            scaler.unscale_(optimizer)",
+                            "            scaler.step(optimizer)",
+                            "            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)",
+                            "            scaler.update()"]
+    assert (mutant.line_map[28], mutant.line_map[29], mutant.line_map[30]) == (29, 28, 30)
+
+
+SCALE_SOURCES = [
+    ("        (loss / accum_steps).backward()\n", "        loss.backward()\n"),
+    ("        scaler.scale(loss / accum_steps).backward()\n", "        scaler.scale(loss).backward()\n"),
+    ("        accelerator.backward(loss / accum_steps)\n", "        accelerator.backward(loss)\n"),
+]
+
+
+@pytest.mark.parametrize(("backward", "mutated"), SCALE_SOURCES)
+def test_drop_scaling_inside_the_backward_call(backward: str, mutated: str) -> None:
+    text = ("def train(model, loader, accum_steps):\n"
+            "    for step, batch in enumerate(loader):\n"
+            "        loss = model(batch)\n" + backward)
+    kind = next(k for k in KINDS if k.code == "GL201")
+    mutant = mutate(text, kind, {"backward": 4, "scale": None}, accumulates=True)
+    assert mutant.text.splitlines(True)[3] == mutated
+
+
+def test_drop_scaling_of_an_augmented_division_leaves_pass_when_needed() -> None:
+    text = ("def train(model, loader, n):\n"
+            "    for batch in loader:\n"
+            "        loss = model(batch)\n"
+            "        if n > 1:\n"
+            "            loss /= n\n"
+            "        loss.backward()\n")
+    kind = next(k for k in KINDS if k.code == "GL201")
+    mutant = mutate(text, kind, {"backward": 6, "scale": 5}, accumulates=True)
+    assert mutant.text.splitlines()[3:] == ["        if n > 1:", "            pass",
+                                            "        loss.backward()"]
+    assert mutant.expected_line == 6
+
+
+def test_not_applicable() -> None:
+    text = (TOY / "train_ok.py").read_text()
+    by_name = {k.name: k for k in KINDS}
+    with pytest.raises(NotApplicable, match="does not accumulate"):
+        mutate(text, by_name["step-into-micro-batch"], OK_ANCHORS, accumulates=False)
+    with pytest.raises(NotApplicable, match="no unscale anchor"):
+        mutate(text, by_name["unscale-after-clip"], {**OK_ANCHORS, "unscale": None}, True)
+    with pytest.raises(NotApplicable, match=r"no single `\(i \+ 1\) % N`"):
+        mutate(text, by_name["zero-based-gate"], {**OK_ANCHORS, "gate": 34}, True)
+    with pytest.raises(NotApplicable, match="not `x = expr / N`"):
+        mutate(text, by_name["drop-scaling"], {**OK_ANCHORS, "scale": 23}, True)
+    # a non-accumulating loop still gets the order mutations
+    assert mutate(text, by_name["clip-after-step"], OK_ANCHORS, accumulates=False).code == "GL301"
+
+
+def test_a_mutant_that_does_not_compile_is_flagged() -> None:
+    text = (TOY / "step_fn.py").read_text()
+    kind = next(k for k in KINDS if k.code == "GL103")
+    mutant = mutate(text, kind, {"backward": 8, "zero_grad": 12, "step": 11}, accumulates=True)
+    assert mutant.text.splitlines()[7:11] == [
+        "    loss.backward()",
+        '    if optimizer.defaults.get("foreach"):',
+        "        optimizer.zero_grad(set_to_none=True)",
+        "        continue"]
+    assert not parses(mutant.text)
+
+
+def test_mutate_cli_scores_and_skips_unparseable(tmp_path: Path) -> None:
+    lab = toy_labels()
+    lab["files"].append("toyproj/step_fn.py")
+    lab["loops"][0]["anchors"] = {"backward": 25, "gate": 26, "step": 29, "scheduler": 31}
+    lab["loops"].append(
+        {"id": "step_fn", "path": "toyproj/step_fn.py", "function": "train_step",
+         "lines": [6, 15], "style": ["callback/hook", "multi-optimizer"], "accumulates": True,
+         "verdict": "correct", "anchors": {"backward": 8, "zero_grad": 12}})
+    proc = run("mutate.py", write_labels(tmp_path, lab))
+    assert proc.returncode == 0, proc.stderr
+    lines = proc.stdout.splitlines()
+    assert lines[0] == "correct loops with anchors: 2, mutants: 5"
+    rows = {line.split(" | ")[0][2:]: line for line in lines if line.startswith("| ")}
+    assert rows["step-into-micro-batch"] == "| step-into-micro-batch | GL102 | 1 | 0 | 0 | 100.0% |"
+    assert rows["zero-grad-into-micro-batch"] == \
+        "| zero-grad-into-micro-batch | GL103 | 0 | 0 | 1 | n/a |"
+    assert rows["scheduler-before-step"] == "| scheduler-before-step | GL302 | 1 | 0 | 0 | 100.0% |"
+    assert rows["zero-based-gate"] == "| zero-based-gate | GL403 | 1 | 0 | 0 | 100.0% |"
+    assert rows["overall"] == "| overall |  | 4 | 0 | 1 | 100.0% |"
+    assert lines[-2:] == ["missed (0):", "findings on the unmutated correct loops (0):"]
+
+
+def test_the_section_survives_a_rewrite_of_the_rest() -> None:
+    from labelled import BEGIN, END, section_of, with_section
+
+    old = f"# old timings\n\n{BEGIN}\nfigures\n{END}\n"
+    kept = section_of(old)
+    assert kept == f"{BEGIN}\nfigures\n{END}"
+    assert with_section("# new timings\n", kept) == f"# new timings\n\n{BEGIN}\nfigures\n{END}\n"
+    assert section_of("# new timings\n") is None
+
+
+def test_only_names_a_package_without_labels(tmp_path: Path) -> None:
+    proc = run("labelled.py", write_labels(tmp_path, toy_labels()), "--only", "nosuch")
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == ["no label file for nosuch in labels"]
+
+
+def test_missing_source_tree_is_one_line(tmp_path: Path) -> None:
+    lab = toy_labels()
+    lab["version"] = "2.0"
+    proc = run("labelled.py", write_labels(tmp_path, lab))
+    assert proc.returncode == 2
+    assert proc.stderr.splitlines() == [f"labelled: toyproj-2.0: no folder toyproj-2.0 in {TREES}"]
+
+
+def test_a_file_that_does_not_parse_has_no_mutants() -> None:
+    with pytest.raises(NotApplicable, match="the original does not parse"):
+        mutate("def train(:\n", KINDS[0], OK_ANCHORS, accumulates=True)
