@@ -102,6 +102,15 @@ def lint_files(root: Path, files: Sequence[str], select: str | None = None) -> l
 
 
 def lint_text(root: Path, path: str, text: str, select: str | None = None) -> list[Finding]:
-    """gradlint's findings on ``text`` as if it were the file ``root/path`` (via stdin)."""
-    extra = ["--select", select] if select else []
-    return _run([*extra, "--stdin-filename", path, "-"], root, f"{root.name}/{path}", text)
+    """gradlint's findings on ``text`` as if it were the file ``root/path``, through the public API
+    in this process (what ``gradlint check --isolated`` would report on it, without a process per
+    mutant)."""
+    from gradlint import SettingsError, lint_source
+    from gradlint.config import Overrides, settings_for
+
+    overrides = Overrides(select=(select,)) if select else Overrides()
+    try:
+        settings = settings_for(root / path, isolated=True, overrides=overrides)
+    except SettingsError as exc:
+        raise SourceError(f"{root.name}/{path}: {exc}") from None
+    return [Finding(d.path, d.line, d.code, d.message) for d in lint_source(text, path, settings)]
