@@ -74,3 +74,25 @@ def test_training_loops_is_a_result_not_a_union() -> None:
     broken = training_loops("for x in y:\n    loss.backward(\n", "train.py", default_settings())
     assert broken.loops == [] and broken.error is not None
     assert (broken.error.code, broken.error.line) == ("GL000", 2)
+
+
+def test_the_language_server_judges_each_text_once(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import gradlint.lsp.server as server_module
+
+    judged = _count_judgements(monkeypatch)
+    monkeypatch.setattr(server_module, "judge", prefilter.judge)  # the counting one
+    linted: list[str] = []
+    real = server_module.lint_source
+
+    def lint_source(source: str, path: str, settings: Settings, **kwargs) -> list:
+        linted.append(source)
+        return real(source, path, settings, **kwargs)
+
+    monkeypatch.setattr(server_module, "lint_source", lint_source)
+    server = server_module.GradlintServer()
+    uri = (tmp_path / "train.py").as_uri()
+    outcome = server._lint_job(uri, 1, BAD)
+    assert [d.code for d in outcome.diagnostics] == ["GL101", "GL104"] and judged == [BAD] and linted == [BAD]
+    assert server._lint_job(uri, 2, "x = 1\n").diagnostics == []
+    assert judged == [BAD, "x = 1\n"] and linted == [BAD]  # a text that fails the test is not analysed
+    server.lint_executor.shutdown()
