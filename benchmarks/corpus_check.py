@@ -45,7 +45,7 @@ from fixsafety import check_fix_safety
 from gradlint.diagnostics import Applicability
 from gradlint.engine import lint_bytes
 from gradlint.rules import CATALOGUE
-from gradlint.screen import might_hold_training_loop_bytes
+from gradlint.prefilter import might_hold_training_loop_bytes
 from gradlint.settings import Settings, default_settings
 from gradlint.source import decode
 

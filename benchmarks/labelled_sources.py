@@ -44,18 +44,22 @@ def download(labels: LabelFile, dist_dir: Path) -> Path:
     if found:
         return found
     dist_dir.mkdir(parents=True, exist_ok=True)
-    kind = (["--no-binary", ":all:", "--no-build-isolation"] if pkg.sdist
-            else ["--only-binary", ":all:"])
-    cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *kind,
-           "--disable-pip-version-check", "--progress-bar", "off", "-q",
-           "-d", str(dist_dir), pkg.pin]
-    proc = subprocess.run(cmd, capture_output=True, text=True)
-    found = corpus.find_archive(pkg, dist_dir)
-    if proc.returncode != 0 or found is None:
-        lines = [ln.strip() for ln in proc.stderr.splitlines() if "error" in ln.lower()]
-        why = "; ".join(dict.fromkeys(lines[:3])) or "no archive"
-        raise SourceError(f"pip download {pkg.pin} failed: {why}")
-    return found
+    # pip prepares an sdist's metadata with its build backend: try the backends installed here
+    # first, then an isolated build environment (pip fetches the backend, e.g. pdm or maturin).
+    attempts = ([["--no-binary", ":all:", "--no-build-isolation"], ["--no-binary", ":all:"]] if pkg.sdist
+                else [["--only-binary", ":all:"]])
+    errors: list[str] = []
+    for kind in attempts:
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *kind,
+               "--disable-pip-version-check", "--progress-bar", "off", "-q",
+               "-d", str(dist_dir), pkg.pin]
+        proc = subprocess.run(cmd, capture_output=True, text=True)
+        found = corpus.find_archive(pkg, dist_dir)
+        if proc.returncode == 0 and found is not None:
+            return found
+        errors += [ln.strip() for ln in proc.stderr.splitlines() if "error" in ln.lower()]
+    why = "; ".join(dict.fromkeys(errors[:3])) or "no archive"
+    raise SourceError(f"pip download {pkg.pin} failed: {why}")
 
 
 def package_root(labels: LabelFile, source_dir: Path | None) -> Path:

@@ -15,11 +15,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from gradlint.diagnostics import Diagnostic
-from gradlint.fixer import write_atomic
 from gradlint.notebook import NotebookError, read_notebook, write_cells
 from gradlint.rules import SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.source import SourceError, decode, encode, read_source_file
 from gradlint.suppression import CODE, NOQA
+from gradlint.writer import write_atomic
 
 _LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)?")
 _NOT_SUPPRESSIBLE = frozenset({SYNTAX_ERROR.code, UNUSED_SUPPRESSION.code})

@@ -3,11 +3,14 @@
 from __future__ import annotations
 
 import dataclasses
+import functools
 import json
 import os
 import sys
+from collections.abc import Callable
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TextIO
+from typing import NoReturn, TextIO
 
 import click
 
@@ -22,8 +25,8 @@ from gradlint.exclusion import PathFilter
 from gradlint.reporters import DEFAULT_FORMAT, FORMATS, Report, ReportOptions, render
 from gradlint.rule_docs import rule_record
 from gradlint.rules import CATALOGUE
-from gradlint.runner import DEFAULT_MAX_FILE_SIZE, RunResult, default_jobs, display_path, run
-from gradlint.settings import SettingsError
+from gradlint.runner import DEFAULT_MAX_FILE_SIZE, Mode, Piped, RunResult, default_jobs, display_path, run
+from gradlint.settings import Settings, SettingsError
 
 # What only some commands and options need (the fixer, the analysis, rich) is imported where
 # it is used: a ``check`` that the cache answers loads none of it.
@@ -44,10 +47,45 @@ def use_color(choice: str, stream: TextIO) -> bool:
     return stream.isatty()
 
 
-def fail(message: str) -> None:
-    """One clear line on stderr, exit status 2."""
-    click.echo(f"gradlint: error: {message}", err=True)
-    sys.exit(2)
+class Failure(Exception):
+    """A run that cannot go on: one clear line on stderr, exit status 2."""
+
+
+def fail(message: str) -> NoReturn:
+    """Stop the command with ``message`` (see :class:`Failure`)."""
+    raise Failure(message)
+
+
+def _exits(command: Callable[..., int | None]) -> Callable[..., None]:
+    """The one exit of every command: the status it returns (None: 0), or 2 after the
+    one-line message of a :class:`Failure`."""
+
+    @functools.wraps(command)
+    def run_command(*args: object, **kwargs: object) -> None:
+        try:
+            status = command(*args, **kwargs) or 0
+        except Failure as exc:
+            click.echo(f"gradlint: error: {exc}", err=True)
+            status = 2
+        sys.exit(status)
+
+    return run_command
+
+
+@dataclass(frozen=True)
+class _Output:
+    """Where and how a command reports: the format, the file (None: stdout), the report
+    options, the colour choice, and whether findings still exit 0."""
+
+    format: str
+    file: Path | None
+    options: ReportOptions
+    color: str
+    exit_zero: bool
+
+    def status(self, problems: bool) -> int:
+        """The exit status of a run that found (or left) ``problems``."""
+        return 0 if self.exit_zero or not problems else 1
 
 
 @click.group(context_settings={"help_option_names": ["-h", "--help"]})
@@ -96,13 +134,14 @@ def main() -> None:
 @click.option("--timeout", "timeout_text", metavar="SECONDS",
               help=f"Give up on a file whose analysis takes more CPU time than this, with a notice "
                    f"(default: {DEFAULT_TIMEOUT}; 0: no limit).")
+@_exits
 def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignore: str | None,
           extend_select: str | None, exclude: str | None, extend_exclude: str | None,
           force_exclude: bool | None, respect_gitignore: bool | None, config_path: Path | None,
           isolated: bool, stdin_filename: str | None, add_noqa: bool, output_file: Path | None,
           statistics: bool, quiet: bool, color: str, fix: bool, unsafe_fixes: bool, diff: bool, show_fixes: bool,
           exit_zero: bool, no_cache: bool, cache_dir: Path | None, jobs_text: str | None,
-          max_size_text: str | None, timeout_text: str | None) -> None:
+          max_size_text: str | None, timeout_text: str | None) -> int:
     """Check PATHS (files or folders; default: the current folder; '-': stdin)."""
     jobs = _whole_number("--jobs", jobs_text, minimum=1) if jobs_text is not None else default_jobs()
     max_size = _whole_number("--max-file-size", max_size_text, minimum=0) if max_size_text is not None else None
@@ -112,28 +151,31 @@ def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignor
                           extend_select=_codes(extend_select) or (), exclude=_codes(exclude),
                           extend_exclude=_codes(extend_exclude) or (), respect_gitignore=respect_gitignore,
                           force_exclude=force_exclude)
-    options = ReportOptions(quiet=quiet, statistics=statistics, unsafe_fixes=unsafe_fixes)
+    output = _Output(output_format, output_file, ReportOptions(quiet=quiet, statistics=statistics,
+                                                               unsafe_fixes=unsafe_fixes), color, exit_zero)
     try:
         check_overrides(overrides)
         resolver = ConfigResolver(config=config_path, isolated=isolated)
         if paths == (Path("-"),) or (not paths and stdin_filename):
             if diff:
                 fail("--diff does not read stdin; use --fix to print the fixed text")
-            _check_stdin(stdin_filename, resolver, overrides, output_format, output_file, options, color,
-                         exit_zero, fix=fix, unsafe=unsafe_fixes, timeout=timeout)
+            return _check_stdin(stdin_filename, resolver, overrides, output, cache, max_size, timeout, fix)
         files = discover(list(paths) or [Path(".")], PathFilter(resolver, overrides))
         settings = {path: settings_for(path, overrides=overrides, resolver=resolver) for path in files}
         limits = max_size if max_size is not None else {path: _size_limit(resolver, path) for path in files}
     except SettingsError as exc:
         fail(str(exc))
     if fix or diff:
-        _fix(files, settings, diff, show_fixes, output_format, output_file, options, color, exit_zero, timeout)
+        mode = Mode.DIFF if diff else Mode.FIX
+        result = run(files, settings, jobs=jobs, cache=cache, max_file_size=limits, timeout=timeout, mode=mode,
+                     unsafe=unsafe_fixes)
+        return _report_fixes(result, diff, show_fixes, output)
     result = run(files, settings, jobs=jobs, cache=cache, max_file_size=limits, timeout=timeout)
     _notify_skipped(result, timeout)
     if add_noqa:
-        _add_noqa(files, result.diagnostics)
-    _emit(Report(result.diagnostics, result.files_checked), output_format, output_file, options, color)
-    sys.exit(0 if exit_zero or not result.diagnostics else 1)
+        return _add_noqa(files, result.diagnostics)
+    _emit(Report(result.diagnostics, result.files_checked), output)
+    return output.status(bool(result.diagnostics))
 
 
 def _whole_number(option: str, text: str, minimum: int) -> int:
@@ -141,8 +183,8 @@ def _whole_number(option: str, text: str, minimum: int) -> int:
     try:
         value = int(text.strip())
     except ValueError:
-        value = None
-    if value is None or value < minimum:
+        fail(f"{option} expects a whole number >= {minimum}, got {text!r}")
+    if value < minimum:
         fail(f"{option} expects a whole number >= {minimum}, got {text!r}")
     return value
 
@@ -161,91 +203,90 @@ def _size_limit(resolver: ConfigResolver, path: Path) -> int:
     return DEFAULT_MAX_FILE_SIZE if configured is None else configured
 
 
-def _notify_skipped(result: RunResult, timeout: int) -> None:
-    """One notice on stderr per file skipped for its size or given up for its analysis time
-    (not a diagnostic)."""
+def _notify_skipped(result: RunResult, timeout: int, *, gave_up: bool = True) -> None:
+    """One notice on stderr per file skipped for its size or (with ``gave_up``) given up for
+    its analysis time (not a diagnostic)."""
     for skipped in result.skipped:
         click.echo(f"gradlint: notice: skipped {skipped.path}: {skipped.size} bytes is over the "
                    f"{skipped.limit}-byte limit (--max-file-size 0 checks it)", err=True)
-    for path in result.timed_out:
+    for path in result.timed_out if gave_up else ():
         click.echo(f"gradlint: notice: gave up on {path}: its analysis took more than {timeout} CPU seconds "
                    f"(--timeout 0 removes the limit)", err=True)
 
 
-def _emit(report: Report, output_format: str, output_file: Path | None, options: ReportOptions, color: str,
-          stream: TextIO | None = None) -> None:
+def _emit(report: Report, output: _Output, stream: TextIO | None = None) -> None:
     """Render ``report`` to ``--output-file`` or to ``stream`` (stdout by default)."""
-    if output_file is None:
+    if output.file is None:
         stream = stream or sys.stdout
-        render(report, output_format, stream, dataclasses.replace(options, color=use_color(color, stream)))
+        render(report, output.format, stream, dataclasses.replace(output.options, color=use_color(output.color, stream)))
         return
     try:
-        output_file.parent.mkdir(parents=True, exist_ok=True)
-        with output_file.open("w", encoding="utf-8", newline="\n") as handle:
-            render(report, output_format, handle, dataclasses.replace(options, color=color == "always"))
+        output.file.parent.mkdir(parents=True, exist_ok=True)
+        with output.file.open("w", encoding="utf-8", newline="\n") as handle:
+            render(report, output.format, handle, dataclasses.replace(output.options, color=output.color == "always"))
     except OSError as exc:
-        fail(f"cannot write {output_file}: {exc.strerror or exc}")
+        fail(f"cannot write {output.file}: {exc.strerror or exc}")
 
 
-def _fix(files: list[Path], settings: dict, diff: bool, show_fixes: bool, output_format: str,
-         output_file: Path | None, options: ReportOptions, color: str, exit_zero: bool, timeout: int) -> None:
-    """``--fix`` (write the fixes, report what remains) or ``--diff`` (print them), then exit."""
-    from gradlint.fix_run import fix_paths, problems, render_diff, render_fixes
+def _report_fixes(result: RunResult, diff: bool, show_fixes: bool, output: _Output) -> int:
+    """``--fix`` (the fixes written: report what remains) or ``--diff`` (print them)."""
+    from gradlint.fix_run import changed, fixed_count, problems, render_diff, render_fixes
 
-    outcome = fix_paths(files, settings, options.unsafe_fixes, write=not diff, timeout=timeout)
-    for line in problems(outcome):
+    _notify_skipped(result, 0, gave_up=False)  # a file out of time is a "not fixed" warning
+    for line in problems(result.fixes):
         click.echo(f"gradlint: warning: {line}", err=True)
     if diff:
-        render_diff(outcome, sys.stdout)
-        render_fixes(outcome, sys.stderr, would=True)
-        sys.exit(0 if exit_zero or not outcome.changed else 1)
+        render_diff(result.fixes, sys.stdout)
+        render_fixes(result.fixes, sys.stderr, would=True)
+        return output.status(bool(changed(result.fixes)))
     if show_fixes:
-        render_fixes(outcome, sys.stdout)
-    remaining = outcome.remaining
-    _emit(Report(remaining, len(files), fixed=len(outcome.fixed)), output_format, output_file, options, color)
-    sys.exit(0 if exit_zero or not remaining else 1)
+        render_fixes(result.fixes, sys.stdout)
+    _emit(Report(result.diagnostics, result.files_checked, fixed=fixed_count(result.fixes)), output)
+    return output.status(bool(result.diagnostics))
 
 
-def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides: Overrides,
-                 output_format: str, output_file: Path | None, options: ReportOptions, color: str,
-                 exit_zero: bool, fix: bool = False, unsafe: bool = False, timeout: int = 0) -> None:
-    """Lint (with ``fix``: fix, writing the result to stdout) the text on stdin, then exit.
-    An analysis over its ``timeout`` (CPU seconds) is a notice, the text written back as it is.
+def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides: Overrides, output: _Output,
+                 cache: Cache | None, max_size: int | None, timeout: int, fix: bool) -> int:
+    """Lint (with ``fix``: fix, writing the result to stdout) the text on stdin, through the
+    runner like a file. An analysis over its ``timeout`` (CPU seconds) is a notice, the text
+    written back as it is.
 
     Raises :class:`SettingsError` for a bad configuration.
     """
-    from gradlint.budget import AnalysisTimeout, time_budget
-    from gradlint.stdin import check_stdin
+    from gradlint.stdin import fixed_output, report_text
 
     data = sys.stdin.buffer.read()
     name = Path(stdin_filename) if stdin_filename else Path.cwd() / "-"
     display = display_path(name) if stdin_filename else "-"
     if stdin_filename and PathFilter(resolver, overrides).explicitly_excluded(name):
-        diagnostics: list[Diagnostic] = []
-        text, output, files, fixed = "", data if fix else None, 0, 0
-    else:
-        settings = settings_for(name, overrides=overrides, resolver=resolver)
-        try:
-            with time_budget(timeout):
-                checked = check_stdin(data, display, settings, fix=fix, unsafe=unsafe)
-        except AnalysisTimeout:
-            click.echo(f"gradlint: notice: gave up on {display}: its analysis took more than {timeout} CPU seconds "
-                       f"(--timeout 0 removes the limit)", err=True)
-            if fix:
-                sys.stdout.buffer.write(data)
-            sys.exit(0)
-        diagnostics, text, output, files, fixed = (checked.diagnostics, checked.text, checked.output, 1,
-                                                   checked.fixed)
-    if output is not None:
-        sys.stdout.buffer.write(output)
+        return _answer_stdin(data if fix else None, Report([], 0, {display: ""}), output)
+    settings: Settings = settings_for(name, overrides=overrides, resolver=resolver)
+    limit = max_size if max_size is not None else _size_limit(resolver, name)
+    result = run([Piped(name, display, data)], settings, cache=cache, max_file_size=limit, timeout=timeout,
+                 mode=Mode.FIX if fix else Mode.CHECK, unsafe=output.options.unsafe_fixes)
+    _notify_skipped(result, timeout)
+    if result.timed_out:
+        if fix:
+            sys.stdout.buffer.write(data)
+        return 0
+    outcome = result.fixes[0] if result.fixes else None
+    text = report_text(data, name.suffix == ".ipynb", outcome)
+    fixed = len(outcome.fixed) if outcome is not None else 0
+    report = Report(result.diagnostics, result.files_checked, {display: text}, fixed=fixed)
+    return _answer_stdin(fixed_output(data, outcome) if fix else None, report, output)
+
+
+def _answer_stdin(fixed: bytes | None, report: Report, output: _Output) -> int:
+    """Write the fixed bytes (if fixing) to stdout, then the report (to stderr after them)."""
+    if fixed is not None:
+        sys.stdout.buffer.write(fixed)
         sys.stdout.flush()
-    report = Report(diagnostics, files, {display: text}, fixed=fixed)
-    _emit(report, output_format, output_file, options, color, sys.stderr if output is not None else None)
-    sys.exit(0 if exit_zero or not diagnostics else 1)
+    _emit(report, output, sys.stderr if fixed is not None else None)
+    return output.status(bool(report.diagnostics))
 
 
-def _add_noqa(files: list[Path], diagnostics: list[Diagnostic]) -> None:
-    """``--add-noqa``: suppress every finding in place, say how many, exit 0 (2 if a file failed)."""
+def _add_noqa(files: list[Path], diagnostics: list[Diagnostic]) -> int:
+    """``--add-noqa``: suppress every finding in place, say how many; exit status 0 (2 if a file failed)."""
     from gradlint.add_noqa import add_noqa_file
 
     by_path: dict[str, list[Diagnostic]] = {}
@@ -268,7 +309,7 @@ def _add_noqa(files: list[Path], diagnostics: list[Diagnostic]) -> None:
     click.echo(f"Added {added} noqa {noun}.")
     if skipped:
         click.echo(f"{skipped} reported line(s) cannot carry a comment (inside a string or after a backslash).")
-    sys.exit(2 if failed else 0)
+    return 2 if failed else 0
 
 
 @main.command()
@@ -276,6 +317,7 @@ def _add_noqa(files: list[Path], diagnostics: list[Diagnostic]) -> None:
 @click.option("--all", "show_all", is_flag=True, help="List every rule: code, name, severity, fix.")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text",
               show_default=True, help="Output format.")
+@_exits
 def rule(code: str | None, show_all: bool, output_format: str) -> None:
     """Explain rule CODE (its document), or list every rule with --all."""
     from rich.console import Console
@@ -295,7 +337,7 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
                           "on" if record["default"] else "off")
         Console(highlight=False, soft_wrap=True).print(table)
         return
-    info = CATALOGUE.get(code.strip().upper())
+    info = CATALOGUE.get((code or "").strip().upper())
     if info is None:
         fail(f"unknown rule code {code!r} (gradlint rule --all lists them)")
     record = rule_record(info, with_doc=True)
@@ -323,6 +365,7 @@ def explain(target: str, output_format: str) -> None:
 @main.command()
 @click.option("--cache-dir", type=click.Path(path_type=Path),
               help="The cache folder to remove (default: $GRADLINT_CACHE_DIR, else .gradlint_cache at the project root).")
+@_exits
 def clean(cache_dir: Path | None) -> None:
     """Remove the result cache folder."""
     directory = cache_dir or default_cache_dir()
@@ -336,6 +379,7 @@ def clean(cache_dir: Path | None) -> None:
 
 
 @main.command()
+@_exits
 def lsp() -> None:
     """Run the language server on stdin/stdout (needs: pip install 'torch-gradlint[lsp]')."""
     from gradlint.lsp import missing_requirements, serve

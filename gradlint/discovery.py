@@ -4,18 +4,10 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import TYPE_CHECKING
 
-from gradlint.paths import is_folder
+from gradlint.exclusion import PathFilter
+from gradlint.paths import SKIPPED_DIRS, is_folder
 
-if TYPE_CHECKING:
-    from gradlint.exclusion import PathFilter
-
-SKIPPED_DIRS = frozenset({
-    ".git", ".hg", ".svn", ".bzr", "__pycache__", "build", "dist", "node_modules", "site-packages",
-    ".tox", ".nox", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".gradlint_cache",
-    ".eggs", "_build", "buck-out",
-})
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
 
 

@@ -9,7 +9,7 @@ from pathlib import Path
 import pathspec
 
 from gradlint.config import Config, ConfigResolver, Overrides, matches, matches_relative, pattern_error
-from gradlint.discovery import SKIPPED_DIRS
+from gradlint.paths import SKIPPED_DIRS
 
 DEFAULT_EXCLUDE = tuple(sorted(SKIPPED_DIRS))
 
@@ -127,11 +127,6 @@ class GitIgnores:
                 found = (in_repository, sources + above)
             self._folders[folder] = found
         return found
-
-    def ignored(self, path: Path, is_dir: bool) -> bool:
-        """Whether git would ignore ``path``."""
-        path = path.absolute()
-        return self.ignored_in(path.parent, path.name, is_dir)
 
     def ignored_in(self, folder: Path, name: str, is_dir: bool) -> bool:
         """Whether git would ignore the entry ``name`` of the absolute ``folder``."""

@@ -1,27 +1,19 @@
 """Apply fixes like ruff: non-overlapping edits, re-lint, repeat to a fixpoint.
 
-:func:`fix_source` is pure (text in, text and diagnostics out) and is what the CLI, the
-language server and stdin mode call. :func:`fix_file` adds the file around it: decoding
-as Python does, re-encoding with the same encoding and BOM, and an atomic write that keeps
-the file's permissions. A pass whose result does not parse is reverted and reported.
+:func:`fix_source` is pure (text in, text and diagnostics out); a pass whose result does
+not parse is reverted and reported. Files (decoding, notebooks, the atomic write) are the
+runner's side: :mod:`gradlint.writer`.
 """
 
 from __future__ import annotations
 
 import ast
-import codecs
-import os
-import stat
-import tempfile
 from collections.abc import Iterable
-from contextlib import suppress
 from dataclasses import dataclass, field
-from pathlib import Path
 
-from gradlint.budget import AnalysisTimeout, time_budget
 from gradlint.diagnostics import Applicability, Diagnostic, Edit, Fix
 from gradlint.settings import Settings
-from gradlint.source import SourceError, decode, encode, python_lines, read_source_file
+from gradlint.source import python_lines
 
 MAX_PASSES = 10
 
@@ -36,9 +28,11 @@ class Reverted:
 
 @dataclass
 class FixResult:
-    """The fixed text, the diagnostics fixed on the way, what remains, what was reverted."""
+    """The fixed text, the diagnostics fixed on the way, what remains, what was reverted, and
+    the diagnostics of the text before any fix (``initial``)."""
 
     text: str
+    initial: list[Diagnostic] = field(default_factory=list)
     fixed: list[Diagnostic] = field(default_factory=list)
     remaining: list[Diagnostic] = field(default_factory=list)
     reverted: list[Reverted] = field(default_factory=list)
@@ -57,7 +51,7 @@ def fix_source(source: str, path: str, settings: Settings, unsafe: bool = False)
     from gradlint.engine import lint_source
 
     text, diagnostics = source, lint_source(source, path, settings)
-    result = FixResult(text)
+    result = FixResult(text, initial=diagnostics)
     rejected: set[tuple] = set()
     seen = {text}
     for _ in range(MAX_PASSES):
@@ -82,12 +76,12 @@ def _apply_parsing(
 ) -> tuple[str | None, list[Diagnostic]]:
     """Apply ``chosen`` together; if that does not parse, find the fixes that break the
     code on their own, revert and report them, and apply the rest."""
-    new = apply_fixes(text, [d.fix for d in chosen])
+    new = apply_fixes(text, [_fix(d) for d in chosen])
     if syntax_error(new, path) is None:
         return new, chosen
     good = []
     for diagnostic in chosen:
-        error = syntax_error(apply_fixes(text, [diagnostic.fix]), path)
+        error = syntax_error(apply_fixes(text, [_fix(diagnostic)]), path)
         if error is None:
             good.append(diagnostic)
         else:
@@ -95,16 +89,22 @@ def _apply_parsing(
             rejected.add(_key(diagnostic))
     if not good:
         return None, []
-    new = apply_fixes(text, [d.fix for d in good])
+    new = apply_fixes(text, [_fix(d) for d in good])
     if syntax_error(new, path) is not None:
         good = good[:1]
-        new = apply_fixes(text, [good[0].fix])
+        new = apply_fixes(text, [_fix(good[0])])
     return new, good
+
+
+def _fix(diagnostic: Diagnostic) -> Fix:
+    """The fix of a diagnostic that :func:`applicable` chose (it has one)."""
+    assert diagnostic.fix is not None
+    return diagnostic.fix
 
 
 def _key(diagnostic: Diagnostic) -> tuple:
     """Identity of a fix across passes (positions shift, the rewrite does not)."""
-    fix = diagnostic.fix
+    fix = _fix(diagnostic)
     return (diagnostic.code, diagnostic.message, fix.message, tuple(e.content for e in fix.edits))
 
 
@@ -160,7 +160,7 @@ def _non_overlapping(text: str, candidates: list[Diagnostic]) -> list[Diagnostic
     taken: list[tuple[int, int]] = []
     chosen = []
     for diagnostic in candidates:
-        ranges = _ranges(offsets, diagnostic.fix)
+        ranges = _ranges(offsets, _fix(diagnostic))
         inner = any(_overlapping(a, b) for a, b in zip(ranges, ranges[1:], strict=False))
         if inner or any(_conflict(r, t) for r in ranges for t in taken):
             continue
@@ -195,140 +195,3 @@ def apply_fixes(text: str, fixes: Iterable[Fix]) -> str:
 def _with_newline(edit: Edit, newline: str) -> str:
     content = edit.content.replace("\r\n", "\n")
     return content.replace("\n", newline) if newline != "\n" else content
-
-
-@dataclass
-class FileFix:
-    """What fixing one file did: its text before and after, the diagnostics fixed and
-    remaining, fixes reverted, and why it was left unchanged (if it was)."""
-
-    path: Path
-    display: str
-    before: str = ""
-    after: str = ""
-    fixed: list[Diagnostic] = field(default_factory=list)
-    remaining: list[Diagnostic] = field(default_factory=list)
-    reverted: list[Reverted] = field(default_factory=list)
-    error: str | None = None
-
-    @property
-    def changed(self) -> bool:
-        return self.error is None and self.after != self.before
-
-
-def fix_file(path: Path, display: str, settings: Settings, unsafe: bool, write: bool,
-             timeout: float = 0) -> FileFix:
-    """Fix one file (a notebook's code cells too); with ``write``, replace it atomically.
-    Unreadable, undecodable or unwritable files keep their bytes and report every
-    diagnostic as remaining. A file whose analysis takes more than ``timeout`` CPU seconds
-    (0: no limit) is left as it is, with nothing reported but the error."""
-    outcome = FileFix(path, display)
-    try:
-        data = read_source_file(path)
-    except OSError:
-        return _lint_only(outcome, settings)
-    try:
-        with time_budget(timeout):
-            if path.suffix == ".ipynb":
-                fixed = _fix_notebook(outcome, data, settings, unsafe)
-            else:
-                fixed = _fix_python(outcome, data, settings, unsafe)
-    except AnalysisTimeout as exc:
-        outcome.error = f"not fixed: {exc}"
-        outcome.after, outcome.fixed, outcome.remaining, outcome.reverted = outcome.before, [], [], []
-        return outcome
-    if fixed is None or not outcome.changed:
-        return outcome
-    if write:
-        try:
-            write_atomic(path, fixed, expected=data)
-        except OSError as exc:
-            return _unchanged(outcome, settings, exc.strerror or str(exc))
-    return outcome
-
-
-def _fix_python(outcome: FileFix, data: bytes, settings: Settings, unsafe: bool) -> bytes | None:
-    from gradlint.engine import lint_bytes
-
-    try:
-        decoded = decode(data)
-    except SourceError:
-        outcome.remaining = lint_bytes(data, outcome.display, settings)
-        return None
-    result = fix_source(decoded.text, outcome.display, settings, unsafe)
-    outcome.before, outcome.after = decoded.text, result.text
-    outcome.fixed, outcome.remaining, outcome.reverted = result.fixed, result.remaining, result.reverted
-    if not outcome.changed:
-        return None
-    try:
-        return encode(decoded, result.text)
-    except UnicodeEncodeError:
-        _unchanged(outcome, settings, f"the fixed text cannot be encoded as {decoded.encoding}")
-        return None
-
-
-def _fix_notebook(outcome: FileFix, data: bytes, settings: Settings, unsafe: bool) -> bytes | None:
-    from gradlint.notebook import NotebookError, fix_notebook
-
-    bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""
-    try:
-        raw = data[len(bom):].decode("utf-8")
-        result = fix_notebook(raw, outcome.display, settings, unsafe)
-    except (UnicodeDecodeError, NotebookError):
-        _lint_only(outcome, settings)
-        return None
-    outcome.before, outcome.after = raw, result.text
-    outcome.fixed, outcome.remaining = result.fixed, result.remaining
-    if result.error is not None:
-        _unchanged(outcome, settings, result.error)
-        return None
-    return bom + result.text.encode("utf-8") if outcome.changed else None
-
-
-def _lint_only(outcome: FileFix, settings: Settings) -> FileFix:
-    from gradlint.runner import lint_file
-
-    outcome.remaining = lint_file(outcome.path, settings)
-    return outcome
-
-
-def _unchanged(outcome: FileFix, settings: Settings, reason: str) -> FileFix:
-    outcome.error = f"not fixed: {reason}"
-    outcome.after, outcome.fixed = outcome.before, []
-    return _lint_only(outcome, settings)
-
-
-def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None:
-    """Replace ``path`` with ``data`` through a temporary file in the same folder (fsync,
-    then rename), keeping its permissions. Refuses a read-only file and, with
-    ``expected``, a file that changed since it was read."""
-    target = Path(os.path.realpath(path))
-    info = target.stat()
-    writable = info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
-    if not writable or not os.access(target, os.W_OK):
-        raise PermissionError(13, "file is read-only", str(path))
-    if expected is not None and target.read_bytes() != expected:
-        raise OSError(0, "file changed while it was being fixed", str(path))
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".gradlint-tmp")
-    try:
-        with os.fdopen(fd, "wb") as handle:
-            handle.write(data)
-            handle.flush()
-            os.fsync(handle.fileno())
-        os.chmod(temporary, stat.S_IMODE(info.st_mode))
-        os.replace(temporary, target)
-    except BaseException:
-        with suppress(OSError):
-            os.unlink(temporary)
-        raise
-    _sync_folder(target.parent)
-
-
-def _sync_folder(folder: Path) -> None:
-    """Make the rename durable where the platform allows it."""
-    with suppress(OSError, AttributeError):
-        fd = os.open(folder, os.O_RDONLY)
-        try:
-            os.fsync(fd)
-        finally:
-            os.close(fd)

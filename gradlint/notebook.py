@@ -22,10 +22,8 @@ from dataclasses import dataclass, replace
 from typing import Any
 
 from gradlint.diagnostics import Diagnostic, Edit, Fix, Span
-from gradlint.rules import SYNTAX_ERROR, UNUSED_SUPPRESSION
-from gradlint.screen import might_hold_training_loop
+from gradlint.rules import SYNTAX_ERROR
 from gradlint.settings import Settings
-from gradlint.suppression import might_hold_suppression
 
 _MARKER = "# <gradlint cell {}>"
 _MARKER_LINE = re.compile(r"^# <gradlint cell (\d+)>$")
@@ -199,21 +197,20 @@ def to_cells(notebook: Notebook, diagnostics: list[Diagnostic]) -> list[Diagnost
         span = _span(notebook, diagnostic.span, cell) or Span(start[1], start[2], start[1], start[2])
         fix = diagnostic.fix
         if fix is not None:
-            edits = [(_span(notebook, e.span, cell), e.content) for e in fix.edits]
-            fix = None if any(s is None for s, _ in edits) else Fix(
-                fix.applicability, fix.message, tuple(Edit(s, c) for s, c in edits))
+            spans = [_span(notebook, e.span, cell) for e in fix.edits]
+            kept = [Edit(s, e.content) for s, e in zip(spans, fix.edits, strict=True) if s is not None]
+            fix = Fix(fix.applicability, fix.message, tuple(kept)) if len(kept) == len(spans) else None
         mapped.append(replace(diagnostic, span=span, fix=fix, cell=cell))
     return sorted(mapped, key=Diagnostic.sort_key)
 
 
 def lint_notebook(raw: bytes, path: str, settings: Settings) -> list[Diagnostic]:
-    """All diagnostics of a notebook file's bytes, by cell; an unreadable notebook is a GL000."""
+    """All diagnostics of a notebook file's bytes, by cell; an unreadable notebook is a GL000.
+
+    The caller has found the bytes :func:`gradlint.prefilter.worth_reading` (the runner does).
+    """
     from gradlint.engine import lint_source  # on use: reading cells (reports) needs no libcst
 
-    latin = raw.decode("latin-1")
-    if not might_hold_training_loop(latin) and not (
-            settings.enabled(UNUSED_SUPPRESSION.code) and might_hold_suppression(latin)):
-        return []
     try:
         notebook = read_notebook(raw.decode("utf-8-sig"))
     except (UnicodeDecodeError, NotebookError) as exc:
@@ -257,7 +254,7 @@ def _unmask(cell: Cell, lines: list[str]) -> list[str]:
     def restore(line: str) -> str:
         match = _PLACEHOLDER_LINE.match(line)
         index = int(match.group(2)) - cell.first_magic if match else -1
-        if not 0 <= index < len(cell.magics):
+        if match is None or not 0 <= index < len(cell.magics):
             return line
         return match.group(1) + cell.magics[index].lstrip()
 

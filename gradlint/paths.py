@@ -6,6 +6,14 @@ from __future__ import annotations
 
 from pathlib import Path
 
+SKIPPED_DIRS = frozenset({
+    ".git", ".hg", ".svn", ".bzr", "__pycache__", "build", "dist", "node_modules", "site-packages",
+    ".tox", ".nox", ".venv", "venv", ".mypy_cache", ".pytest_cache", ".ruff_cache", ".gradlint_cache",
+    ".eggs", "_build", "buck-out",
+})
+"""Folders never walked unless configured otherwise: version control, caches, builds,
+virtualenvs (discovery skips them; they are the default ``exclude`` patterns)."""
+
 
 def is_folder(path: Path) -> bool:
     """``path.is_dir()``, False when the path cannot be looked at."""

@@ -1,15 +1,19 @@
-"""Run the core over files: read, filter, look up the cache, lint the rest, collect.
+"""Run the core over files: read, filter, look up the cache, lint or fix the rest, collect.
 
-The main process triages every file in order: a file over the size limit is skipped (and
+One pipeline for every mode (``check``, ``--fix``, ``--diff``, ``--add-noqa``, stdin). The
+main process triages every file in order: a file over the size limit is skipped (and
 named in :attr:`RunResult.skipped`), an unreadable one is a GL000, one that fails the text
-filter has no diagnostics, one whose cache entry exists is answered from it. Only the rest
-is linted: in this process, or with ``jobs > 1`` in a pool of worker processes that read
-each file again, lint it and store the result in the cache themselves. The report order
+test (:func:`gradlint.prefilter.worth_reading`) has no diagnostics, one whose cache entry
+exists is answered from it (fixing: when it has nothing to fix). Only the rest is linted or
+fixed: in this process, or with ``jobs > 1`` in a pool of worker processes that read each
+file again, lint or fix it (writing it back with :func:`gradlint.writer.write_atomic`) and
+store the result in the cache themselves, each within its time budget. The report order
 never depends on the pool: results are put back in their file's slot and sorted.
 """
 
 from __future__ import annotations
 
+import enum
 import gc
 import multiprocessing
 import os
@@ -24,10 +28,12 @@ from pathlib import Path
 from gradlint.budget import DEFAULT_TIMEOUT, AnalysisTimeout, time_budget
 from gradlint.cache import Cache, content_digest
 from gradlint.diagnostics import Diagnostic, Span
+from gradlint.fixer import applicable
+from gradlint.prefilter import filter_flavour, worth_reading
 from gradlint.rules import SYNTAX_ERROR
-from gradlint.screen import filter_flavour, worth_analysing
 from gradlint.settings import Settings
 from gradlint.source import read_source_file, require_regular
+from gradlint.writer import FileFix, fix_data, write_atomic
 
 DEFAULT_MAX_FILE_SIZE = 1 << 20
 """Files larger than this many bytes are skipped unless the limit is raised (0: no limit)."""
@@ -48,13 +54,15 @@ class Skipped:
 
 @dataclass
 class RunResult:
-    """Diagnostics of a run, how many files were checked, which were skipped for their size,
-    and which ran out of their analysis time budget (display paths; no diagnostics)."""
+    """Diagnostics of a run (fixing: what remains), how many files were checked, which were
+    skipped for their size, which ran out of their analysis time budget (display paths; no
+    diagnostics) and, fixing, each checked file's :class:`FileFix`."""
 
     diagnostics: list[Diagnostic] = field(default_factory=list)
     files_checked: int = 0
     skipped: list[Skipped] = field(default_factory=list)
     timed_out: list[str] = field(default_factory=list)
+    fixes: list[FileFix] = field(default_factory=list)
 
 
 def display_path(path: Path) -> str:
@@ -98,13 +106,14 @@ class _PathNames:
 
 
 def lint_file(path: Path, settings: Settings) -> list[Diagnostic]:
-    """Lint one file (a notebook cell by cell) from disk; an unreadable file is one GL000."""
+    """Lint one file (a notebook cell by cell) from disk, as :func:`run` does, without the
+    cache or a budget; an unreadable file is one GL000."""
     shown = display_path(path)
     try:
         data = read_source_file(path)
     except OSError as exc:
         return _io_error(shown, exc, settings)
-    return _lint_data(data, shown, settings, _is_notebook(path))
+    return _lint_data(data, shown, settings, _is_notebook(path)) if worth_reading(data, settings) else []
 
 
 def _is_notebook(path: Path) -> bool:
@@ -112,11 +121,12 @@ def _is_notebook(path: Path) -> bool:
 
 
 def _lint_data(data: bytes, shown: str, settings: Settings, notebook: bool) -> list[Diagnostic]:
+    """The diagnostics of bytes that passed :func:`gradlint.prefilter.worth_reading`."""
     # Imported on first use: a run the cache answers never loads the analysis (nor libcst).
-    from gradlint.engine import lint_bytes
+    from gradlint.engine import analyse_bytes
     from gradlint.notebook import lint_notebook
 
-    return lint_notebook(data, shown, settings) if notebook else lint_bytes(data, shown, settings)
+    return lint_notebook(data, shown, settings) if notebook else analyse_bytes(data, shown, settings)
 
 
 def _io_error(shown: str, exc: OSError, settings: Settings) -> list[Diagnostic]:
@@ -127,10 +137,34 @@ def _io_error(shown: str, exc: OSError, settings: Settings) -> list[Diagnostic]:
                        SYNTAX_ERROR.severity, f"I/O error: cannot read file: {reason}")]
 
 
+class Mode(enum.Enum):
+    """What a run does with each file: report its diagnostics, or fix it (writing the file,
+    or only computing the fixed text for a diff)."""
+
+    CHECK = "check"
+    FIX = "fix"
+    DIFF = "diff"
+
+
+@dataclass(frozen=True)
+class Piped:
+    """Bytes that stand for the file ``path`` (stdin): never read from or written to disk,
+    reported as ``shown``."""
+
+    path: Path
+    shown: str
+    data: bytes
+
+
+Outcome = list[Diagnostic] | FileFix | None
+"""What linting one file gave: its diagnostics (checking), its fix (fixing), or None when
+it ran out of its time budget."""
+
+
 @dataclass(frozen=True)
 class _Task:
-    """A file to lint (read again by whoever lints it); ``size`` balances the pool,
-    ``timeout`` is its analysis budget in CPU seconds (0: none)."""
+    """A file to lint or fix (read again by whoever does it, unless ``data`` is given);
+    ``size`` balances the pool, ``timeout`` is its analysis budget in CPU seconds (0: none)."""
 
     index: int
     path: Path
@@ -138,62 +172,96 @@ class _Task:
     settings: Settings
     size: int
     timeout: float = DEFAULT_TIMEOUT
+    mode: Mode = Mode.CHECK
+    unsafe: bool = False
+    data: bytes | None = None
 
 
-def run(paths: Sequence[Path], settings: Settings | Mapping[Path, Settings], *, jobs: int = 1,
+def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settings], *, jobs: int = 1,
         cache: Cache | None = None, max_file_size: int | Mapping[Path, int] = DEFAULT_MAX_FILE_SIZE,
-        timeout: float = DEFAULT_TIMEOUT) -> RunResult:
-    """Lint every file in ``paths``, with one settings value or one per path.
+        timeout: float = DEFAULT_TIMEOUT, mode: Mode = Mode.CHECK, unsafe: bool = False) -> RunResult:
+    """Lint, or with ``mode`` fix, every file in ``paths``, with one settings value or one per path.
 
-    ``jobs`` processes lint the files the cache cannot answer (1: this process only);
+    ``jobs`` processes do the files the cache cannot answer (1: this process only);
     ``cache`` (optional) answers and stores results; files over ``max_file_size`` bytes (one
     limit or one per path; 0: no limit) are skipped, as is (named in ``timed_out``) a file
     whose analysis uses more than ``timeout`` CPU seconds (0: no limit). Anything but a
-    regular file (a FIFO, a device) is an I/O error, never read. The diagnostics come
-    sorted, the same for any ``jobs``.
+    regular file (a FIFO, a device) is an I/O error, never read. A :class:`Piped` entry is
+    its bytes. Fixing, ``unsafe`` fixes are applied too, and ``fixes`` holds one
+    :class:`FileFix` per file checked, in the order given (``Mode.FIX`` writes them back).
+    The diagnostics (what remains, fixing) come sorted, the same for any ``jobs``.
     """
     result = RunResult()
-    found: list[list[Diagnostic]] = [[] for _ in paths]
+    found: list[Outcome] = [[] for _ in paths]
     tasks: list[_Task] = []
     shown_as = _PathNames()
-    shown_paths: list[str] = []
-    for index, path in enumerate(paths):
+    for index, item in enumerate(paths):
+        path = item.path if isinstance(item, Piped) else item
         own = settings if isinstance(settings, Settings) else settings[path]
-        shown = shown_as(path)
-        shown_paths.append(shown)
+        shown = item.shown if isinstance(item, Piped) else shown_as(path)
+        limit = max_file_size if isinstance(max_file_size, int) else max_file_size[path]
         try:
-            status = os.stat(path)
-            require_regular(status, path)
-            limit = max_file_size if isinstance(max_file_size, int) else max_file_size[path]
-            if limit and status.st_size > limit:
-                result.skipped.append(Skipped(shown, status.st_size, limit))
+            if isinstance(item, Piped):
+                size, triage = len(item.data), partial(_triage_piped, item.data)
+            else:
+                status = _regular_status(path)
+                size, triage = status.st_size, partial(_triage, path, status)
+            if limit and size > limit:
+                result.skipped.append(Skipped(shown, size, limit))
                 continue
-            worth, digest = _triage(path, status, own, cache)
+            worth, digest = triage(own, cache)
         except OSError as exc:
-            found[index] = _io_error(shown, exc, own)
+            found[index] = _outcome(mode, path, shown, _io_error(shown, exc, own))
             result.files_checked += 1
             continue
         result.files_checked += 1
-        if not worth:
-            continue
-        cached = cache.get(cache.key(digest, own, _is_notebook(path)), shown) if cache and digest else None
-        if cached is not None:
-            found[index] = cached
+        notebook = _is_notebook(path)
+        cached = cache.get(cache.key(digest, own, notebook), shown) if cache and digest else None
+        if not worth or (cached is not None and (mode is Mode.CHECK or _nothing_to_fix(cached, unsafe, notebook))):
+            found[index] = _outcome(mode, path, shown, cached or [])
         else:
-            tasks.append(_Task(index, path, shown, own, status.st_size, timeout))
+            data = item.data if isinstance(item, Piped) else None
+            tasks.append(_Task(index, path, shown, own, size, timeout, mode, unsafe, data))
     if cache is not None:
         cache.save_index()
-    for index, diagnostics in _lint_tasks(tasks, jobs, cache):
-        if diagnostics is None:
-            result.timed_out.append(shown_paths[index])
-        else:
-            found[index] = diagnostics
-    result.diagnostics = sorted((d for group in found for d in group), key=Diagnostic.sort_key)
+    out_of_time: set[int] = set()
+    for task, outcome in _lint_tasks(tasks, jobs, cache):
+        if outcome is None:
+            out_of_time.add(task.index)
+            if mode is not Mode.CHECK:
+                outcome = FileFix(task.path, task.shown, error=f"not fixed: {AnalysisTimeout(timeout)}")
+        found[task.index] = outcome
+    result.timed_out = [task.shown for task in tasks if task.index in out_of_time]
+    result.fixes = [f for f in found if isinstance(f, FileFix)]
+    groups = [f.remaining if isinstance(f, FileFix) else f or [] for f in found]
+    result.diagnostics = sorted((d for group in groups for d in group), key=Diagnostic.sort_key)
     return result
 
 
+def _outcome(mode: Mode, path: Path, shown: str, diagnostics: list[Diagnostic]) -> list[Diagnostic] | FileFix:
+    """A file's outcome without linting or fixing it: its diagnostics, or fixing, a fix
+    that leaves the file as it is with these diagnostics remaining."""
+    return diagnostics if mode is Mode.CHECK else FileFix(path, shown, remaining=diagnostics)
+
+
+def _nothing_to_fix(diagnostics: list[Diagnostic], unsafe: bool, notebook: bool) -> bool:
+    """Whether a file with these (cached) diagnostics is left as it is by the fixer: none has
+    a fix to apply. A notebook's cached diagnostics lack the fixes that span cells, which the
+    fixer still tries: only a notebook without diagnostics is known to stay as it is."""
+    if notebook:
+        return not diagnostics
+    return not any(applicable(d.fix, unsafe) for d in diagnostics)
+
+
+def _regular_status(path: Path) -> os.stat_result:
+    """The status of the file at ``path``; OSError unless it is a regular file."""
+    status = os.stat(path)
+    require_regular(status, path)
+    return status
+
+
 def _triage(path: Path, status: os.stat_result, settings: Settings, cache: Cache | None) -> tuple[bool, str | None]:
-    """Whether the file passes the text filters and, with a cache, the digest of its bytes:
+    """Whether the file passes the text test and, with a cache, the digest of its bytes:
     from the cache's file index when the file is unchanged, else by reading it."""
     flavour = filter_flavour(settings)
     facts = cache.recall(path, status) if cache else None
@@ -202,7 +270,7 @@ def _triage(path: Path, status: os.stat_result, settings: Settings, cache: Cache
     with open(path, "rb") as handle:
         data = handle.read()
         after = os.fstat(handle.fileno())
-    worth = worth_analysing(data, settings)
+    worth = worth_reading(data, settings)
     if cache is None:
         return worth, None
     facts = {**(facts or {}), flavour: worth}
@@ -212,8 +280,14 @@ def _triage(path: Path, status: os.stat_result, settings: Settings, cache: Cache
     return worth, facts.get("digest")
 
 
-def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[tuple[int, list[Diagnostic] | None]]:
-    """(index, diagnostics) of every task, in no particular order (None: out of time)."""
+def _triage_piped(data: bytes, settings: Settings, cache: Cache | None) -> tuple[bool, str | None]:
+    """:func:`_triage` for piped bytes (there is no file to index)."""
+    worth = worth_reading(data, settings)
+    return worth, content_digest(data) if worth and cache is not None else None
+
+
+def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[tuple[_Task, Outcome]]:
+    """(task, outcome) of every task, in no particular order."""
     if not tasks:
         return
     import gradlint.engine  # noqa: F401  (before the pool forks: the workers share it)
@@ -275,25 +349,58 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context()
 
 
-def _lint_task(task: _Task, cache: Cache | None) -> tuple[int, list[Diagnostic] | None]:
-    """Read, lint and cache one file; None instead of diagnostics (and nothing cached) when
-    the analysis runs out of its time budget."""
+def _lint_task(task: _Task, cache: Cache | None) -> tuple[_Task, Outcome]:
+    """Read, lint (or fix) and cache one file; None when it runs out of its time budget
+    (and nothing is cached)."""
+    if task.mode is not Mode.CHECK:
+        return task, _fix_task(task, cache)
     try:
-        data = read_source_file(task.path)
+        data = task.data if task.data is not None else read_source_file(task.path)
     except OSError as exc:
-        return task.index, _io_error(task.shown, exc, task.settings)
+        return task, _io_error(task.shown, exc, task.settings)
     notebook = _is_notebook(task.path)
     try:
         with time_budget(task.timeout):
             diagnostics = _lint_data(data, task.shown, task.settings, notebook)
     except AnalysisTimeout:
-        return task.index, None
+        return task, None
     if cache is not None:
         cache.put(cache.key(content_digest(data), task.settings, notebook), diagnostics)
-    return task.index, diagnostics
+    return task, diagnostics
 
 
-def _lint_chunk(chunk: list[_Task], cache: Cache | None) -> list[tuple[int, list[Diagnostic] | None]]:
+def _fix_task(task: _Task, cache: Cache | None) -> FileFix | None:
+    """Fix one file within its time budget and, with ``Mode.FIX``, write it back. A file
+    the fixer leaves as it is has its diagnostics cached (not a notebook: see
+    :func:`_nothing_to_fix`)."""
+    outcome = FileFix(task.path, task.shown)
+    try:
+        data = task.data if task.data is not None else read_source_file(task.path)
+    except OSError as exc:
+        outcome.remaining = _io_error(task.shown, exc, task.settings)
+        return outcome
+    notebook = _is_notebook(task.path)
+    try:
+        with time_budget(task.timeout):
+            fixed = fix_data(data, task.path, task.shown, task.settings, task.unsafe, notebook)
+            if fixed is None:
+                outcome.remaining = _lint_data(data, task.shown, task.settings, notebook)
+            else:
+                outcome = fixed
+    except AnalysisTimeout:
+        return None
+    if task.mode is Mode.FIX and task.data is None and outcome.output is not None:
+        try:
+            write_atomic(task.path, outcome.output, expected=data)
+        except OSError as exc:
+            outcome.unchanged(exc.strerror or str(exc), lint_file(task.path, task.settings))
+            return outcome
+    if cache is not None and not notebook and not outcome.changed and outcome.error is None:
+        cache.put(cache.key(content_digest(data), task.settings, notebook), outcome.remaining)
+    return outcome
+
+
+def _lint_chunk(chunk: list[_Task], cache: Cache | None) -> list[tuple[_Task, Outcome]]:
     """:func:`_lint_task` for every task of a chunk (in a worker process)."""
     return [_lint_task(task, cache) for task in chunk]
 

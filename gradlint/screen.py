@@ -1,4 +1,5 @@
-"""The cheap first pass: a text filter, then one stdlib ``ast`` walk per file.
+"""The cheap first pass: one stdlib ``ast`` walk per file (after the text tests of
+:mod:`gradlint.prefilter`).
 
 It judges syntax (the running Python's parser decides what is a GL000), builds the module's
 facts (import aliases, what names are bound to) and picks the few *units* (functions and
@@ -12,44 +13,9 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gradlint.names import Kind, build_alias_table, constructor_kind, kind_by_name, resolve
-from gradlint.rules import UNUSED_SUPPRESSION
-from gradlint.settings import Settings
 from gradlint.source import parse_python
-from gradlint.suppression import might_hold_suppression
 
 _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step"})
-NATIVE_SCALER = "loss_scaler("  # timm / MAE / DeiT: `loss_scaler(loss, optimizer, update_grad=...)`
-
-
-def might_hold_training_loop(text: str) -> bool:
-    """A file with no ``backward``, no ``.step(`` and no ``loss_scaler(`` (timm's fused
-    backward-and-step) cannot hold a training loop."""
-    return "backward" in text or ".step(" in text or NATIVE_SCALER in text
-
-
-def might_hold_training_loop_bytes(data: bytes) -> bool:
-    """:func:`might_hold_training_loop` on raw file bytes, without decoding them.
-
-    The same answer as on ``data.decode("latin-1")`` (which maps each byte to one character),
-    so the runner and the cache can drop most files before decoding or hashing them.
-    """
-    return b"backward" in data or b".step(" in data or NATIVE_SCALER.encode() in data
-
-
-def worth_analysing(data: bytes, settings: Settings) -> bool:
-    """Whether file bytes pass the text filters; a file that doesn't has no diagnostic at all.
-
-    Searches the bytes (no decoding) first: it is the answer on ``data.decode("latin-1")``.
-    """
-    if might_hold_training_loop_bytes(data):
-        return True
-    return settings.enabled(UNUSED_SUPPRESSION.code) and might_hold_suppression(data.decode("latin-1"))
-
-
-def filter_flavour(settings: Settings) -> str:
-    """The part of ``settings`` that :func:`worth_analysing` depends on: its answers for one
-    file's bytes can be remembered under this name."""
-    return "suppressions" if settings.enabled(UNUSED_SUPPRESSION.code) else "training"
 
 
 @dataclass(frozen=True)

@@ -25,11 +25,11 @@ class SourceError(Exception):
 
 @dataclass(frozen=True)
 class DecodedSource:
-    """Source text plus what is needed to write it back byte-for-byte alike."""
+    """Source text plus what is needed to write it back byte-for-byte alike: the encoding
+    (``utf-8-sig`` when the file starts with a BOM, which encoding writes back)."""
 
     text: str
     encoding: str
-    bom: bool
 
 
 def read_source_file(path: str | os.PathLike[str]) -> bytes:
@@ -64,13 +64,12 @@ def decode(data: bytes) -> DecodedSource:
             line, column = _position(data, bad.start)
             raise SourceError("source is not valid utf-8 text and declares no other encoding", line, column) from None
         raise SourceError(f"cannot decode source: {exc.msg}") from None
-    bom = encoding == "utf-8-sig"
     try:
         text = data.decode(encoding)
     except (UnicodeDecodeError, LookupError) as exc:
         line, column = _position(data, getattr(exc, "start", 0))
         raise SourceError(f"source is not valid {encoding.replace('-sig', '')} text", line, column) from None
-    return DecodedSource(text=text, encoding=encoding, bom=bom)
+    return DecodedSource(text=text, encoding=encoding)
 
 
 def encode(source: DecodedSource, text: str) -> bytes:

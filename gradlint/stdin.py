@@ -1,54 +1,28 @@
-"""``gradlint check - --stdin-filename path.py``: lint (and fix) text piped in by an editor."""
+"""``gradlint check - --stdin-filename path.py``: what goes back to an editor that piped text in.
+
+The piped bytes go through the runner like a file (:class:`gradlint.runner.Piped`); this
+module turns the outcome into the text the report quotes and the bytes written to stdout.
+"""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
-
-from gradlint.diagnostics import Diagnostic
-from gradlint.engine import lint_bytes
-from gradlint.fixer import fix_source
-from gradlint.notebook import NotebookError, fix_notebook, lint_notebook
-from gradlint.settings import Settings
-from gradlint.source import SourceError, decode, encode
+from gradlint.source import SourceError, decode
+from gradlint.writer import FileFix
 
 
-@dataclass
-class StdinResult:
-    """The diagnostics of the piped text, the text itself (for the ``full`` format) and,
-    when fixing, the bytes to write back to stdout."""
-
-    diagnostics: list[Diagnostic]
-    text: str
-    output: bytes | None = None
-    fixed: int = 0  # problems the fix resolved (``diagnostics`` are what remains)
-
-
-def check_stdin(data: bytes, display: str, settings: Settings, *, fix: bool = False,
-                unsafe: bool = False) -> StdinResult:
-    """Lint ``data`` as the file ``display`` (a notebook when it ends in ``.ipynb``); with
-    ``fix``, also return the fixed bytes (the input unchanged when nothing applies)."""
-    if display.endswith(".ipynb"):
-        return _notebook(data, display, settings, fix, unsafe)
+def report_text(data: bytes, notebook: bool, outcome: FileFix | None) -> str:
+    """The text the report quotes: what fixing produced, else the bytes decoded as the
+    analysis decodes them (empty when they are not text)."""
+    if outcome is not None and (outcome.before or outcome.after):
+        return outcome.after
+    if notebook:
+        return data.decode("utf-8", "replace")
     try:
-        decoded = decode(data)
+        return decode(data).text
     except SourceError:
-        return StdinResult(lint_bytes(data, display, settings), "", data if fix else None)
-    if not fix:
-        return StdinResult(lint_bytes(data, display, settings), decoded.text)
-    result = fix_source(decoded.text, display, settings, unsafe)
-    try:
-        output = encode(decoded, result.text)
-    except UnicodeEncodeError:
-        return StdinResult(lint_bytes(data, display, settings), decoded.text, data)
-    return StdinResult(result.remaining, result.text, output, len(result.fixed))
+        return ""
 
 
-def _notebook(data: bytes, display: str, settings: Settings, fix: bool, unsafe: bool) -> StdinResult:
-    if not fix:
-        return StdinResult(lint_notebook(data, display, settings), data.decode("utf-8", "replace"))
-    try:
-        result = fix_notebook(data.decode("utf-8-sig"), display, settings, unsafe)
-    except (UnicodeDecodeError, NotebookError):
-        return StdinResult(lint_notebook(data, display, settings), "", data)
-    output = result.text.encode("utf-8") if result.fixed else data
-    return StdinResult(result.remaining, result.text, output, len(result.fixed))
+def fixed_output(data: bytes, outcome: FileFix | None) -> bytes:
+    """The bytes to write back: the fixed ones, else the input unchanged."""
+    return outcome.output if outcome is not None and outcome.output is not None else data

@@ -26,12 +26,6 @@ IGNORE = re.compile(r"#\s*gradlint:\s*ignore(?:\[(?P<codes>[^\]]*)\])?", re.IGNO
 FILE_NOQA = re.compile(rf"#\s*gradlint:\s*noqa(?::[ \t]*(?P<codes>{_CODE}(?:[ \t]*,?[ \t]*{_CODE})*))?\s*$",
                        re.IGNORECASE)
 CODE = re.compile(_CODE)
-_HINT = re.compile(r"noqa|gradlint", re.IGNORECASE)
-
-
-def might_hold_suppression(text: str) -> bool:
-    """Cheap text test: can ``text`` hold a suppression comment at all?"""
-    return _HINT.search(text) is not None
 
 
 def _is_ours(code: str) -> bool:
@@ -105,9 +99,11 @@ def apply_suppressions(diagnostics: list[Diagnostic], source: str, path: str,
                        settings: Settings) -> list[Diagnostic]:
     """Drop suppressed diagnostics; add GL900 for unused suppressions when it is enabled.
 
-    A syntax error (GL000) is never suppressed. The result is sorted.
+    A syntax error (GL000) is never suppressed. The result is sorted. The caller asks the
+    text test (:func:`gradlint.prefilter.might_hold_suppression`) first: without a hint of a
+    suppression comment there is nothing to tokenize.
     """
-    if not might_hold_suppression(source) or any(d.code == SYNTAX_ERROR.code for d in diagnostics):
+    if any(d.code == SYNTAX_ERROR.code for d in diagnostics):
         return diagnostics
     directives = find_directives(source)
     if not directives:

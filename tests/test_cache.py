@@ -206,7 +206,7 @@ def settled(monkeypatch: pytest.MonkeyPatch) -> None:
 def _no_reading(monkeypatch: pytest.MonkeyPatch) -> None:
     def refuse(data: bytes, settings: Settings) -> bool:
         raise AssertionError("an unchanged file was read again")
-    monkeypatch.setattr(runner_module, "worth_analysing", refuse)
+    monkeypatch.setattr(runner_module, "worth_reading", refuse)
 
 
 def test_unchanged_settled_files_are_not_read_again(project: Path, settled: None,

@@ -17,9 +17,9 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
 import gradlint.screen as screen_module
-from gradlint.engine import could_form_loop, judge_syntax, lint_bytes, lint_source
+from gradlint.engine import judge_syntax, lint_bytes, lint_source
 from gradlint.rules import CATALOGUE, SYNTAX_ERROR
-from gradlint.screen import might_hold_training_loop
+from gradlint.prefilter import could_form_loop, might_hold_training_loop
 from gradlint.settings import Settings
 
 from conftest import FIXTURES

@@ -17,12 +17,14 @@ import pytest
 from conftest import FIXTURES, ROOT
 from samples import gradlint
 
-import gradlint.fixer as fixer
+import gradlint.writer as writer
 from gradlint.diagnostics import Applicability, Edit, Fix, Span
 from gradlint.engine import lint_source
-from gradlint.fixer import apply_fixes, fix_file, fix_source
+from gradlint.fixer import apply_fixes, fix_source
 from gradlint.rules import CATALOGUE, RULES, Finding
+from gradlint.runner import Mode, run
 from gradlint.settings import Settings, default_settings
+from gradlint.writer import FileFix
 
 # GL102 (step per micro-batch) and GL101 (clip per micro-batch): the clip can only move once
 # the step is at the boundary, so the fix takes two passes.
@@ -47,6 +49,11 @@ def train(model, loader, optimizer, accum):
             optimizer.zero_grad()
 '''
 GL1 = Settings(select=frozenset({"GL101", "GL102"}))
+
+
+def fix_file(path: Path, settings: Settings) -> FileFix:
+    """Fix one file as ``gradlint check --fix`` does (no cache, no pool)."""
+    return run([path], settings, mode=Mode.FIX).fixes[0]
 
 
 def test_fixes_are_applied_to_a_fixpoint() -> None:
@@ -96,7 +103,7 @@ def test_inserted_text_takes_the_file_newline() -> None:
 def test_bom_and_crlf_survive_a_written_fix(tmp_path: Path) -> None:
     path = tmp_path / "train.py"
     path.write_bytes(b"\xef\xbb\xbf" + TWO_PASSES.replace("\n", "\r\n").encode())
-    outcome = fix_file(path, "train.py", GL1, unsafe=False, write=True)
+    outcome = fix_file(path, GL1)
     assert outcome.changed and outcome.error is None
     assert path.read_bytes() == b"\xef\xbb\xbf" + FIXED.replace("\n", "\r\n").encode()
 
@@ -105,7 +112,7 @@ def test_a_coding_cookie_is_honoured(tmp_path: Path) -> None:
     path = tmp_path / "train.py"
     source = "# -*- coding: latin-1 -*-\n# Schrödinger's gradient\n" + TWO_PASSES
     path.write_bytes(source.encode("latin-1"))
-    fix_file(path, "train.py", GL1, unsafe=False, write=True)
+    fix_file(path, GL1)
     assert path.read_bytes() == ("# -*- coding: latin-1 -*-\n# Schrödinger's gradient\n" + FIXED).encode("latin-1")
 
 
@@ -151,8 +158,8 @@ def test_a_failed_rename_leaves_the_file_intact(tmp_path: Path, monkeypatch) -> 
     def refuse(src, dst):
         raise OSError(28, "No space left on device")
 
-    monkeypatch.setattr(fixer.os, "replace", refuse)
-    outcome = fix_file(path, "train.py", GL1, unsafe=False, write=True)
+    monkeypatch.setattr(writer.os, "replace", refuse)
+    outcome = fix_file(path, GL1)
     assert outcome.error == "not fixed: No space left on device"
     assert path.read_text() == TWO_PASSES
     assert [p.name for p in tmp_path.iterdir()] == ["train.py"]  # no temporary file left behind
@@ -163,7 +170,7 @@ def test_a_read_only_file_is_reported_and_not_changed(tmp_path: Path) -> None:
     path = tmp_path / "train.py"
     path.write_text(TWO_PASSES)
     path.chmod(0o444)
-    outcome = fix_file(path, "train.py", GL1, unsafe=False, write=True)
+    outcome = fix_file(path, GL1)
     assert outcome.error == "not fixed: file is read-only"
     assert path.read_text() == TWO_PASSES and not outcome.changed
 
@@ -172,7 +179,7 @@ def test_permissions_are_kept(tmp_path: Path) -> None:
     path = tmp_path / "train.py"
     path.write_text(TWO_PASSES)
     path.chmod(0o640)
-    fix_file(path, "train.py", GL1, unsafe=False, write=True)
+    fix_file(path, GL1)
     assert stat.S_IMODE(os.stat(path).st_mode) == 0o640
     assert path.read_text() == FIXED
 
@@ -182,7 +189,7 @@ def test_fixing_writes_through_a_symlink(tmp_path: Path) -> None:
     real.write_text(TWO_PASSES)
     link = tmp_path / "train.py"
     link.symlink_to(real)
-    fix_file(link, "train.py", GL1, unsafe=False, write=True)
+    fix_file(link, GL1)
     assert link.is_symlink() and real.read_text() == FIXED
 
 
@@ -193,7 +200,7 @@ def test_a_notebook_cell_is_fixed_in_place(tmp_path: Path) -> None:
     document = {"cells": [notes, cell], "metadata": {}, "nbformat": 4, "nbformat_minor": 5}
     path = tmp_path / "train.ipynb"
     path.write_bytes(codecs.BOM_UTF8 + json.dumps(document, indent=1).encode())
-    outcome = fix_file(path, "train.ipynb", GL1, unsafe=False, write=True)
+    outcome = fix_file(path, GL1)
     assert outcome.error is None and sorted(d.code for d in outcome.fixed) == ["GL101", "GL102"]
     data = path.read_bytes()
     assert data.startswith(codecs.BOM_UTF8)

@@ -15,10 +15,11 @@ import pytest
 from conftest import FIXTURES, ROOT
 from fixsafety import check_fix_safety, violations
 
-from gradlint import fixer
+from gradlint import writer
 from gradlint.diagnostics import Applicability, Diagnostic, Fix, Severity, Span
 from gradlint.discovery import discover
-from gradlint.fixer import FixResult, write_atomic
+from gradlint.fixer import FixResult
+from gradlint.writer import write_atomic
 from gradlint.settings import default_settings
 
 FILES = sorted(FIXTURES.rglob("*.py"))
@@ -76,7 +77,7 @@ def test_a_write_failing_at_any_step_leaves_the_old_file_and_no_temporary(
         raise OSError(28, "No space left on device")
 
     if failing == "mkstemp":
-        monkeypatch.setattr(fixer.tempfile, "mkstemp", fail)
+        monkeypatch.setattr(writer.tempfile, "mkstemp", fail)
     elif failing == "write":
         real_fdopen = os.fdopen
 
@@ -92,9 +93,9 @@ def test_a_write_failing_at_any_step_leaves_the_old_file_and_no_temporary(
             handle.write = write
             return handle
 
-        monkeypatch.setattr(fixer.os, "fdopen", half_then_fail)
+        monkeypatch.setattr(writer.os, "fdopen", half_then_fail)
     else:
-        monkeypatch.setattr(fixer.os, failing, fail)
+        monkeypatch.setattr(writer.os, failing, fail)
     with pytest.raises(OSError, match="No space left on device"):
         write_atomic(path, NEW, expected=OLD)
     assert path.read_bytes() == OLD
@@ -104,7 +105,7 @@ def test_a_write_failing_at_any_step_leaves_the_old_file_and_no_temporary(
 _CHILD = textwrap.dedent("""
     import os, sys, time
     from pathlib import Path
-    import gradlint.fixer as fixer
+    import gradlint.writer as writer
 
     path, point = Path(sys.argv[1]), sys.argv[2]
     old, new = path.read_bytes(), b"new = 2\\n" * 250_000
@@ -131,14 +132,14 @@ _CHILD = textwrap.dedent("""
                 pause()
             handle.write = write
             return handle
-        fixer.os.fdopen = fdopen
+        writer.os.fdopen = fdopen
     elif point == "before-write":
-        before("fdopen", fixer.os)
+        before("fdopen", writer.os)
     elif point == "before-rename":
-        before("replace", fixer.os)
+        before("replace", writer.os)
     elif point == "after-rename":
-        fixer._sync_folder = lambda folder: pause()
-    fixer.write_atomic(path, new, expected=old)
+        writer._sync_folder = lambda folder: pause()
+    writer.write_atomic(path, new, expected=old)
 """)
 
 

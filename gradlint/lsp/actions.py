@@ -2,17 +2,20 @@
 
 from __future__ import annotations
 
+from collections.abc import Sequence
+
 from lsprotocol import types
 
 from gradlint.diagnostics import Applicability, Edit, Span
 from gradlint.lsp.convert import SOURCE, fix_from_data, lsp_edits, lsp_text_edit
 from gradlint.lsp.noqa import add_code
+from gradlint.lsp.positions import split_lines
 from gradlint.rules import SYNTAX_ERROR
 
 FIX_ALL = "source.fixAll.gradlint"
 
 
-def wants(only: list[str] | None, kind: str) -> bool:
+def wants(only: Sequence[str] | None, kind: str) -> bool:
     """Whether a request restricted to the kinds ``only`` asks for actions of ``kind``."""
     return only is None or any(kind == base or kind.startswith(base + ".") for base in only)
 
@@ -25,7 +28,7 @@ class ActionBuilder:
         self.uri = uri
         self.version = version
         self.text = text
-        self.lines = text.split("\n")
+        self.lines = split_lines(text)
         self.encoding = encoding
         self.document_changes = document_changes
 
@@ -82,7 +85,7 @@ class ActionBuilder:
 
 
 def code_actions(builder: ActionBuilder, diagnostics: list[types.Diagnostic],
-                 only: list[str] | None) -> list[types.CodeAction]:
+                 only: Sequence[str] | None) -> list[types.CodeAction]:
     """Quick fixes first (one per fixable diagnostic), then one "disable" per code and line."""
     if not wants(only, types.CodeActionKind.QuickFix):
         return []

@@ -8,7 +8,7 @@ from lsprotocol import types
 
 from gradlint.diagnostics import Diagnostic, Edit, Fix, Severity, Span
 from gradlint.lsp.docs import rule_doc_path
-from gradlint.lsp.positions import Point, span_to_client
+from gradlint.lsp.positions import Point, span_to_client, split_lines
 
 SOURCE = "gradlint"
 
@@ -67,7 +67,7 @@ def fix_from_data(data: Any, version: int | None) -> Fix | None:
 
 def whole_text_edit(old: str, new: str, encoding: str) -> types.TextEdit:
     """One edit turning ``old`` into ``new``: the lines between their common head and tail."""
-    old_lines, new_lines = old.split("\n"), new.split("\n")
+    old_lines, new_lines = split_lines(old), split_lines(new)
     head = 0
     while head < min(len(old_lines), len(new_lines)) - 1 and old_lines[head] == new_lines[head]:
         head += 1

@@ -10,6 +10,7 @@ import io
 import tokenize
 from dataclasses import dataclass
 
+from gradlint.lsp.positions import split_lines
 from gradlint.suppression import CODE, IGNORE, NOQA
 
 
@@ -29,7 +30,7 @@ def comment_start(source: str, line: int) -> int | None:
     Uses the tokenizer so a ``#`` inside a string is not a comment; returns -1 when the
     line ends inside a multi-line string (no comment may be appended there).
     """
-    lines = source.split("\n")
+    lines = split_lines(source)
     if line >= len(lines) or "#" not in lines[line] and not _may_continue_string(lines[line]):
         return None
     try:
@@ -53,7 +54,7 @@ def _may_continue_string(text: str) -> bool:
 def add_code(source: str, line: int, code: str) -> LineEdit | None:
     """The edit that suppresses ``code`` on 0-based ``line``, or None if it is already
     suppressed there (or no comment can be placed on that line)."""
-    text = source.split("\n")[line].rstrip("\r")
+    text = split_lines(source)[line].rstrip("\r")
     start = comment_start(source, line)
     if start == -1:
         return None
@@ -63,9 +64,9 @@ def add_code(source: str, line: int, code: str) -> LineEdit | None:
             codes = match.group("codes")
             if codes is None or code.upper() in {c.upper() for c in CODE.findall(codes)}:
                 return None  # a blanket suppression, or one that names the code already
-    match = NOQA.search(comment)
-    if match:
-        at = start + match.end("codes")
+    listed = NOQA.search(comment)
+    if listed and start is not None:
+        at = start + listed.end("codes")
         return LineEdit(line, at, at, f", {code}")
     content_end = len(text.rstrip())
     return LineEdit(line, content_end, len(text), f"  # noqa: {code}")

@@ -17,7 +17,7 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass, field
 from pathlib import Path
 from posixpath import basename
-from typing import Any
+from typing import Any, BinaryIO, cast
 
 from lsprotocol import types
 from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInvalidRequest
@@ -34,9 +34,10 @@ from gradlint.lsp.actions import FIX_ALL, ActionBuilder, code_actions, wants
 from gradlint.lsp.convert import lsp_diagnostic, whole_text_edit
 from gradlint.lsp.docs import rule_doc
 from gradlint.lsp.noqa import code_at
-from gradlint.lsp.positions import UTF16, Point, from_client
+from gradlint.lsp.positions import UTF16, Point, from_client, split_lines
 from gradlint.lsp.settings_cache import SettingsCache
 from gradlint.lsp.stream import ResyncingStdin
+from gradlint.prefilter import judge
 from gradlint.settings import Settings
 
 LOG = logging.getLogger("gradlint.lsp")
@@ -148,11 +149,13 @@ class GradlintServer(LanguageServer):
     # -- linting ---------------------------------------------------------------------------
 
     def _lint_job(self, uri: str, version: int | None, text: str) -> LintOutcome:
-        """Runs on the lint thread: settings for the document, then the core."""
+        """Runs on the lint thread: settings for the document, the text test, then the core."""
         path = document_path(uri)
         resolved = self.settings_cache.resolve(Path(path) if path else None)
         started, cpu = time.perf_counter(), time.thread_time()
-        diagnostics = lint_source(text, path or uri, resolved.settings)
+        verdict = judge(text)
+        diagnostics = lint_source(text, path or uri, resolved.settings, verdict=verdict) if verdict.worth(
+            resolved.settings) else []
         return LintOutcome(version, text, resolved.settings, diagnostics, time.perf_counter() - started,
                            time.thread_time() - cpu, resolved.error)
 
@@ -185,7 +188,7 @@ class GradlintServer(LanguageServer):
 
     def to_lsp(self, outcome: LintOutcome) -> list[types.Diagnostic]:
         """The outcome's diagnostics as LSP diagnostics of its own snapshot."""
-        lines = outcome.text.split("\n")
+        lines = split_lines(outcome.text)
         return [lsp_diagnostic(d, lines, self.encoding, outcome.version) for d in outcome.diagnostics]
 
     def snapshot(self, uri: str) -> tuple[int | None, str] | None:
@@ -340,7 +343,7 @@ def build_server() -> GradlintServer:
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     def hover(ls: GradlintServer, params: types.HoverParams) -> types.Hover | None:
         document = ls.workspace.get_text_document(params.text_document.uri)
-        lines = document.source.split("\n")
+        lines = split_lines(document.source)
         position = params.position
         line, column = from_client(lines, Point(position.line, position.character), ls.encoding)
         code = code_at(lines[line], column)
@@ -355,4 +358,4 @@ def build_server() -> GradlintServer:
 def serve() -> None:
     """Run the server on stdin / stdout until the client says exit."""
     logging.basicConfig(level=logging.WARNING, format="gradlint-lsp: %(levelname)s: %(message)s")
-    build_server().start_io(stdin=ResyncingStdin(sys.stdin.buffer))
+    build_server().start_io(stdin=cast(BinaryIO, ResyncingStdin(sys.stdin.buffer)))  # reads like one

@@ -147,6 +147,8 @@ def _underline(diagnostic: Diagnostic, raw: str, gutter: str) -> Text:
 
 def _fix_diff(diagnostic: Diagnostic, text: str) -> list[Text]:
     fix = diagnostic.fix
+    if fix is None:
+        return []
     rows = [Text(f"  = {_FIX_LABEL[fix.applicability]}: {fix.message}", style="bold")]
     fixed = apply_fixes(text, [fix])
     diff = difflib.unified_diff(text.splitlines(), fixed.splitlines(), n=1, lineterm="")
