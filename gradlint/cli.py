@@ -352,6 +352,7 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
 @main.command()
 @click.argument("target", metavar="PATH[:LINE]")
 @click.option("--format", "output_format", type=click.Choice(["text", "json"]), default="text", show_default=True)
+@_exits
 def explain(target: str, output_format: str) -> None:
     """Show how gradlint reads the training loops of PATH (or the loop around LINE)."""
     from gradlint.explain import explain_target

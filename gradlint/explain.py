@@ -80,11 +80,9 @@ def explain_source(source: str, path: str, settings: Settings) -> list[LoopView]
     """Every training loop of ``source`` as gradlint reads it, in source order."""
     from gradlint.engine import lint_source, training_loops
 
-    loops = training_loops(source, path, settings, full=True)
-    if isinstance(loops, Diagnostic):
-        return []
+    scan = training_loops(source, path, settings, full=True)
     diagnostics = lint_source(source, path, settings)
-    views = [_view(loop, diagnostics) for loop in loops]
+    views = [_view(loop, diagnostics) for loop in scan.loops]
     return sorted(views, key=lambda view: (view.line, view.end_line))
 
 
