@@ -119,10 +119,13 @@ def _split(batch: Any, sizes: list[int], torch: Any) -> list[Any]:
         return list(torch.split(batch, sizes))
     if isinstance(batch, Mapping):
         columns = {key: _split(value, sizes, torch) for key, value in batch.items()}
-        return [type(batch)({key: parts[i] for key, parts in columns.items()}) for i in range(len(sizes))]
+        mapping: Any = type(batch)
+        return [mapping({key: parts[i] for key, parts in columns.items()}) for i in range(len(sizes))]
     if isinstance(batch, (tuple, list)):
         columns_ = [_split(value, sizes, torch) for value in batch]
-        return [type(batch)(parts[i] for parts in columns_) for i in range(len(sizes))]
+        rows = [[parts[i] for parts in columns_] for i in range(len(sizes))]
+        kind: Any = type(batch)
+        return [kind(*row) if hasattr(batch, "_fields") else kind(row) for row in rows]  # a namedtuple, or not
     return [batch] * len(sizes)
 
 

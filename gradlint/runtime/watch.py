@@ -207,6 +207,7 @@ class Watch:
                 self._report(window.on_clip(site, clipped, scaled=self.scaler is not None))
 
     def _report(self, findings: Iterable[Finding]) -> None:
+        __tracebackhide__ = True  # pytest: end the traceback at the user's call
         error = None
         for finding in findings:
             self.findings.append(finding)
