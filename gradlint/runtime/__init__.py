@@ -2,5 +2,6 @@
 
 from gradlint.runtime.errors import Finding, Site, TrainingLoopError, TrainingLoopWarning
 from gradlint.runtime.watch import Watch, watch
+from gradlint.runtime.window import CHECKS
 
-__all__ = ["Finding", "Site", "TrainingLoopError", "TrainingLoopWarning", "Watch", "watch"]
+__all__ = ["CHECKS", "Finding", "Site", "TrainingLoopError", "TrainingLoopWarning", "Watch", "watch"]

@@ -46,6 +46,8 @@ class Watch:
         self.on_violation = on_violation
         self.findings: list[Finding] = []
         self._windows: dict[int, Window] = {}
+        self._params: dict[int, list[Any]] = {}
+        self._probes: dict[int, list[Any]] = {}  # the GL304 probes on an optimizer's parameters
         self._handles: list[Any] = []
         self._patches: list[tuple[Any, str, bool, Any]] = []
         self._warned: set[tuple[str, Site]] = set()
@@ -79,6 +81,8 @@ class Watch:
     def close(self) -> None:
         """Remove every hook and wrapper (also called on exit, exception or not)."""
         clipping.remove_listener(self._on_clip)
+        for opt_id in list(self._probes):
+            self._unprobe(opt_id)
         while self._handles:
             self._handles.pop().remove()
         while self._patches:
@@ -114,20 +118,35 @@ class Watch:
 
         def after_step(optimizer: Any, args: Any, kwargs: Any) -> None:
             window.in_step = False
-            window.after_update(skipped=False)
+            self._end_update(id(opt), skipped=False)
 
         self._handles += [opt.register_step_pre_hook(before_step), opt.register_step_post_hook(after_step)]
+        self._params[id(opt)] = params
         for param in params:
             self._handles.append(param.register_post_accumulate_grad_hook(self._counter(window, id(param))))
-            self._handles.append(param.register_hook(self._stale_probe(window, param)))
 
         def wrap_zero_grad(original: Callable[..., Any]) -> Callable[..., Any]:
             def zero_grad(*args: Any, **kwargs: Any) -> Any:
                 window.on_zero(user_site())
+                if id(opt) in self._probes:
+                    self._unprobe(id(opt))
                 return original(*args, **kwargs)
             return zero_grad
 
         self._patch(opt, "zero_grad", wrap_zero_grad)
+
+    def _end_update(self, opt_id: int, skipped: bool) -> None:
+        """Close the window; when it went by without the optimizer's zero_grad, probe the next one (GL304)."""
+        window = self._windows[opt_id]
+        probe = not window.zeroed_since_update and opt_id not in self._probes
+        window.after_update(skipped)
+        if probe:
+            self._probes[opt_id] = [p.register_hook(self._stale_probe(window, p)) for p in self._params[opt_id]]
+
+    def _unprobe(self, opt_id: int) -> None:
+        """The optimizer's zero_grad ran: its gradients start fresh, the probes are not needed."""
+        for handle in self._probes.pop(opt_id, ()):
+            handle.remove()
 
     @staticmethod
     def _counter(window: Window, key: int) -> Callable[[Any], None]:
@@ -190,7 +209,7 @@ class Watch:
                 result = original(optimizer, *args, **kwargs)
                 if window is not None and window.updates == updates:  # the scaler skipped the step
                     report(window.before_step(user_site()))
-                    window.after_update(skipped=True)
+                    self._end_update(id(optimizer), skipped=True)
                 return result
             return step
 

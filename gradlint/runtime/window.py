@@ -29,6 +29,26 @@ from dataclasses import dataclass, field
 
 from gradlint.runtime.errors import Finding, Site
 
+CHECKS: dict[str, str] = {
+    "clip-inside-window": "GL101",
+    "clip-twice": "GL101",
+    "step-inside-window": "GL102",
+    "zero-inside-window": "GL103",
+    "scheduler-twice": "GL104",
+    "clip-after-step": "GL301",
+    "scheduler-before-first-step": "GL302",
+    "scheduler-before-step": "GL302",
+    "scheduler-on-skipped-step": "GL302",
+    "clip-before-unscale": "GL303",
+    "never-zeroed": "GL304",
+    "zero-before-step": "GL305",
+}
+"""Each runtime check by name, and the code of the static rule that describes the same defect."""
+
+
+def _finding(check: str, site: Site, message: str, warning_only: bool = False) -> Finding:
+    return Finding(CHECKS[check], check, site, message, warning_only)
+
 
 @dataclass(frozen=True)
 class _Zero:
@@ -91,7 +111,8 @@ class Window:
         """Whether the gradient ``key`` holds before this accumulation must be inspected (GL304).
 
         Only after an update, with no ``zero_grad`` of this optimizer since, and until the
-        parameter was seen to start from no (or a zero) gradient."""
+        parameter was seen to start from no (or a zero) gradient. (The watch installs the probe
+        that asks only once a window went by without the optimizer's ``zero_grad``.)"""
         return self.updates > 0 and not self.in_step and not self.zeroed_since_update and key not in self.fresh
 
     def saw_previous_gradient(self, key: int, stale: bool) -> None:
@@ -123,15 +144,15 @@ class Window:
             return []
         found = []
         if self.backwards == 0 and self.updates > 0:
-            found.append(Finding("GL301", "clip-after-step", site, (
+            found.append(_finding("clip-after-step", site, (
                 f"gradients were clipped after {self.name} stepped and before the next backward call: the step has "
                 "already used them; clip just before the step")))
         elif any(clip.params & params for clip in self._clips):
-            found.append(Finding("GL101", "clip-twice", site, (
+            found.append(_finding("clip-twice", site, (
                 f"gradients of {self.name} were clipped a second time in one update: clip once, on the accumulated "
                 "gradient, just before the step")))
         if scaled and not self.unscaled and self.backwards > 0:
-            found.append(Finding("GL303", "clip-before-unscale", site, (
+            found.append(_finding("clip-before-unscale", site, (
                 f"gradients were clipped before scaler.unscale_({self.name}): they are still multiplied by the loss "
                 "scale; call scaler.unscale_(optimizer) before the clip")))
         self._clips.append(_Clip(site, self.backwards, self.hooks, params))
@@ -142,11 +163,11 @@ class Window:
         steps = self._scheduler_steps.setdefault(key, [])
         found = []
         if steps:
-            found.append(Finding("GL104", "scheduler-twice", site, (
+            found.append(_finding("scheduler-twice", site, (
                 f"the scheduler advanced {len(steps) + 1} times in one update of {self.name}: advance it once per "
                 "update, after the optimizer step")))
         elif self.last_update_skipped:
-            found.append(Finding("GL302", "scheduler-on-skipped-step", site, (
+            found.append(_finding("scheduler-on-skipped-step", site, (
                 f"the scheduler advanced on an update of {self.name} that the GradScaler skipped (inf/NaN "
                 "gradients): the schedule runs one step ahead of the optimizer; make this a recorded choice, or "
                 "advance it only when the step was taken"), warning_only=True))
@@ -166,38 +187,38 @@ class Window:
         found = []
         last_zero = self._zeros[-1] if self._zeros else None
         if last_zero is not None and last_zero.hooks == self.hooks:
-            found.append(Finding("GL305", "zero-before-step", last_zero.site, (
+            found.append(_finding("zero-before-step", last_zero.site, (
                 f"{self.name}'s gradients were zeroed after the last backward call and before the step: the step "
                 "sees zero gradients; zero after the step")))
         elif self.backwards <= self.accumulation_steps and any(zero.discarded for zero in self._zeros):
             zero = next(zero for zero in self._zeros if zero.discarded)
-            found.append(Finding("GL103", "zero-inside-window", zero.site, (
+            found.append(_finding("zero-inside-window", zero.site, (
                 f"{self.name}'s gradients were zeroed inside an accumulation window of {self.accumulation_steps} "
                 "backward calls: the update keeps only the micro-batches after the zeroing; zero once per update, "
                 "after the step")))
         early = next((clip for clip in self._clips if clip.hooks < self.hooks and clip.backwards < self.backwards), None)
         if early is not None:
-            found.append(Finding("GL101", "clip-inside-window", early.site, (
+            found.append(_finding("clip-inside-window", early.site, (
                 f"gradients were clipped after {early.backwards} of the window's {self.backwards} backward calls: "
                 "clip once the window is complete, just before the step")))
         for steps in self._scheduler_steps.values():
             if len(steps) == 1 and steps[0].hooks == self.hooks:
-                found.append(Finding("GL302", "scheduler-before-step", steps[0].site, (
+                found.append(_finding("scheduler-before-step", steps[0].site, (
                     f"the scheduler advanced after the window's backward calls and before {self.name} stepped: "
                     "advance it after the optimizer step")))
             elif len(steps) == 1 and steps[0].first:
-                found.append(Finding("GL302", "scheduler-before-first-step", steps[0].site, (
+                found.append(_finding("scheduler-before-first-step", steps[0].site, (
                     f"the scheduler advanced before {self.name}'s first step: the first value of the schedule is "
                     "skipped; advance it after the optimizer step")))
         short = self.backwards < self.accumulation_steps
         if self._short is not None and short:
             short_site, short_count = self._short
-            found.append(Finding("GL102", "step-inside-window", short_site, (
+            found.append(_finding("step-inside-window", short_site, (
                 f"{self.name} stepped after {short_count} of {self.accumulation_steps} backward calls, and the next "
                 f"update after {self.backwards}: the step runs inside the accumulation window; step once per "
                 "window (a final partial window is fine)")))
         elif self.stale:  # a step inside the window also leaves gradients to the next step: that is GL102's
-            found.append(Finding("GL304", "never-zeroed", site, (
+            found.append(_finding("never-zeroed", site, (
                 f"{self.name} stepped on gradients left over from the previous update: nothing zeroed them after "
                 "the last step; call optimizer.zero_grad() after each step")))
         self._short = (site, self.backwards) if short else None
