@@ -156,6 +156,37 @@ def test_two_optimizers_alternating_are_silent() -> None:
     assert watcher.findings == []
 
 
+def test_two_optimizers_accumulating_over_two_micro_batches_are_silent() -> None:
+    torch.manual_seed(0)
+    encoder, head = nn.Linear(3, 4), nn.Linear(4, 2)
+    opt_e = torch.optim.SGD(encoder.parameters(), lr=0.1)
+    opt_h = torch.optim.AdamW(head.parameters(), lr=1e-3)
+    with watch([opt_e, opt_h], accumulation_steps=2) as watcher:
+        for step in range(7):  # windows of 2, 2, 2 and a final one of 1
+            (F.mse_loss(head(encoder(torch.randn(2, 3))), torch.randn(2, 2)) / 2).backward()
+            if step % 2 == 1 or step == 6:
+                torch.nn.utils.clip_grad_norm_([*encoder.parameters(), *head.parameters()], 1.0)
+                opt_e.step()
+                opt_h.step()
+                opt_e.zero_grad()
+                opt_h.zero_grad()
+    assert watcher.findings == []
+
+
+def test_a_closure_optimizer_is_silent() -> None:
+    model, _, data = setup()
+    optimizer = torch.optim.LBFGS(model.parameters(), lr=0.1, max_iter=3)
+    with watch(optimizer, accumulation_steps=1) as watcher:
+        for batch in data:
+            def closure(batch=batch):
+                optimizer.zero_grad()
+                loss = loss_of(model, batch)
+                loss.backward()
+                return loss
+            optimizer.step(closure)
+    assert watcher.findings == []
+
+
 class FlakyScaler:
     """``scaler.step`` of a disabled GradScaler that skips the steps listed, as an overflow would."""
 
