@@ -353,6 +353,20 @@ def test_one_clip_before_the_window_is_complete_is_gl101_even_when_imported_earl
     assert "clipped after 1 of the window's 4 backward calls" in str(error)
 
 
+def test_a_clip_at_infinity_that_only_measures_the_norm_is_not_a_clip() -> None:
+    model, optimizer, data = setup()
+    with watch(optimizer, accumulation_steps=N) as watcher:
+        for step, batch in enumerate(data[:8]):
+            (loss_of(model, batch) / N).backward()
+            torch.nn.utils.clip_grad_norm_(model.parameters(), float("inf"))  # logged every micro-batch
+            if (step + 1) % N == 0:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)
+                optimizer.step()
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=torch.tensor(float("inf")))
+                optimizer.zero_grad()
+    assert watcher.findings == []
+
+
 def test_clip_after_step_is_gl301() -> None:
     assert_names(raised(clip_after_step), "GL301", "GL301 clip")
 

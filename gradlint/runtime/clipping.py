@@ -4,11 +4,14 @@
 helper it calls (``torch.nn.utils.clip_grad._clip_grads_with_norm_``, torch 2.6 and later) is
 wrapped. ``clip_grad_value_`` is seen through ``torch.nn.utils.clip_grad_value_`` and
 ``torch.nn.utils.clip_grad.clip_grad_value_``, not through a name imported before the watch began.
+A clip with an infinite bound (``clip_grad_norm_(params, float("inf"))``, a common way to log the
+norm) changes nothing and is not reported.
 """
 
 from __future__ import annotations
 
 import functools
+import math
 import types
 from collections.abc import Callable
 from typing import Any
@@ -31,7 +34,8 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
 
         params = [parameters] if isinstance(parameters, torch.Tensor) else list(parameters)
         passed = (p for p in params) if isinstance(parameters, types.GeneratorType) else params
-        if _depth == 0:
+        bound = args[0] if args else kwargs.get("max_norm", kwargs.get("clip_value"))
+        if _depth == 0 and not _unbounded(bound):  # a clip at infinity only measures the norm
             site = user_site()
             for listener in list(_listeners):
                 listener(site, params)
@@ -42,6 +46,13 @@ def _wrap(original: Callable[..., Any]) -> Callable[..., Any]:
             _depth -= 1
 
     return clip
+
+
+def _unbounded(bound: Any) -> bool:
+    try:
+        return bound is not None and math.isinf(float(bound))
+    except (TypeError, ValueError, RuntimeError):
+        return False
 
 
 def add_listener(listener: Listener) -> None:
