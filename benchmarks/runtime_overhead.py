@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import argparse
 import datetime
+import os
 import platform
 import statistics
 import subprocess
@@ -115,6 +116,7 @@ def main() -> None:
              f"zero_grad, StepLR step; CPU time (process_time), median of {args.repeats} alternating rounds of "
              f"{args.updates} updates")
     print(setup + "\n")
+    load = os.getloadavg()[0]
     rows = table(args.repeats, args.updates, args.micro_batch)
     if args.write:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
@@ -123,7 +125,8 @@ def main() -> None:
         write_section("\n".join([
             HEADING, "",
             f"Produced by `python benchmarks/runtime_overhead.py --write` on {when}, commit {commit}, "
-            f"{platform.processor() or platform.machine()} ({platform.platform()}). {setup}.", "",
+            f"{platform.processor() or platform.machine()} ({platform.platform()}, {os.cpu_count()} cores, load average "
+            f"{load:.1f} at the start). {setup}.", "",
             *rows, "",
             "The cost is a Python call per parameter tensor per backward (the gradient hook that counts "
             "backward calls) plus a few wrapped calls per update: it grows with the number of parameter "

@@ -26,7 +26,10 @@ def _as_list(value: Any) -> list[Any]:
 
 
 class Watch:
-    """A context manager that watches one or more optimizers (see ``watch``)."""
+    """A context manager that watches one or more optimizers (see ``watch``).
+
+    ``findings`` lists what it reported: each error raised, and each warning once per code and line.
+    """
 
     def __init__(self, optimizer: Any, *, accumulation_steps: int, scheduler: Any = None, scaler: Any = None,
                  on_violation: str = "raise") -> None:
@@ -229,11 +232,12 @@ class Watch:
         __tracebackhide__ = True  # pytest: end the traceback at the user's call
         error = None
         for finding in findings:
-            self.findings.append(finding)
             if self.on_violation == "raise" and not finding.warning_only:
+                self.findings.append(finding)
                 error = error or finding
-            elif (finding.code, finding.site) not in self._warned:
+            elif (finding.code, finding.site) not in self._warned:  # once per line: a long run stays small
                 self._warned.add((finding.code, finding.site))
+                self.findings.append(finding)
                 warnings.warn_explicit(TrainingLoopWarning(finding), TrainingLoopWarning,
                                        finding.site.filename, finding.site.lineno)
         if error is not None:
