@@ -6,6 +6,7 @@ from __future__ import annotations
 
 import warnings
 from collections.abc import Callable
+from contextlib import nullcontext
 from pathlib import Path
 
 import pytest
@@ -240,6 +241,18 @@ def test_amp_without_a_skipped_step_is_silent() -> None:
     assert watcher.findings == []
 
 
+def test_an_amp_loop_with_an_enabled_scaler_is_unchanged_bit_for_bit() -> None:
+    def amp(watched: bool) -> list[torch.Tensor]:
+        model, optimizer, data = setup()
+        scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
+        scaler = torch.amp.GradScaler("cpu")
+        with watch(optimizer, accumulation_steps=N, scheduler=scheduler, scaler=scaler) if watched else nullcontext():
+            amp_loop(model, optimizer, data, scaler, scheduler)
+        return [p.detach().clone() for p in model.parameters()]
+
+    assert all(torch.equal(a, b) for a, b in zip(amp(True), amp(False), strict=True))
+
+
 def test_a_real_overflow_on_an_enabled_cpu_scaler_is_the_same_warning() -> None:
     model, optimizer, data = setup()
     scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1, gamma=0.5)
@@ -371,9 +384,13 @@ def test_clip_after_step_is_gl301() -> None:
     assert_names(raised(clip_after_step), "GL301", "GL301 clip")
 
 
-def test_clip_before_unscale_is_gl303() -> None:
+@pytest.mark.parametrize(("enabled", "text"), [
+    (True, "they are still multiplied by the loss scale; call scaler.unscale_(optimizer) before the clip"),
+    (False, "the scaler is disabled in this run, but once enabled they are still multiplied by the loss scale"),
+])
+def test_clip_before_unscale_is_gl303(enabled: bool, text: str) -> None:
     model, optimizer, data = setup()
-    scaler = torch.amp.GradScaler("cpu")
+    scaler = torch.amp.GradScaler("cpu", enabled=enabled)
     with pytest.raises(TrainingLoopError) as info, watch(optimizer, accumulation_steps=N, scaler=scaler):
         for step, batch in enumerate(data):
             scaler.scale(loss_of(model, batch) / N).backward()
@@ -384,6 +401,7 @@ def test_clip_before_unscale_is_gl303() -> None:
                 scaler.update()
                 optimizer.zero_grad()
     assert_names(info.value, "GL303", "GL303 clip")
+    assert text in str(info.value)
 
 
 def scheduled(position: str):

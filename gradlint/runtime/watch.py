@@ -223,10 +223,11 @@ class Watch:
 
     def _on_clip(self, site: Site, params: list[Any]) -> None:
         keys = frozenset(id(p) for p in params)
+        enabled = self.scaler is not None and bool(getattr(self.scaler, "is_enabled", lambda: True)())
         for window in self._windows.values():
             clipped = keys & window.params
             if clipped:
-                self._report(window.on_clip(site, clipped, scaled=self.scaler is not None))
+                self._report(window.on_clip(site, clipped, scaled=self.scaler is not None, enabled=enabled))
 
     def _report(self, findings: Iterable[Finding]) -> None:
         __tracebackhide__ = True  # pytest: end the traceback at the user's call

@@ -138,8 +138,9 @@ class Window:
         """``scaler.unscale_(optimizer)`` was called."""
         self.unscaled = True
 
-    def on_clip(self, site: Site, params: frozenset[int], scaled: bool) -> list[Finding]:
-        """A clip of ``params`` (parameter keys of this optimizer) at ``site``; ``scaled``: a scaler is in use."""
+    def on_clip(self, site: Site, params: frozenset[int], scaled: bool, enabled: bool = True) -> list[Finding]:
+        """A clip of ``params`` (parameter keys of this optimizer) at ``site``; ``scaled``: a scaler is in use
+        (``enabled``: and it scales in this run)."""
         if self.in_step:
             return []
         found = []
@@ -153,8 +154,10 @@ class Window:
                 "gradient, just before the step")))
         if scaled and not self.unscaled and self.backwards > 0:
             found.append(_finding("clip-before-unscale", site, (
-                f"gradients were clipped before scaler.unscale_({self.name}): they are still multiplied by the loss "
-                "scale; call scaler.unscale_(optimizer) before the clip")))
+                f"gradients were clipped before scaler.unscale_({self.name}): "
+                + ("they are still multiplied by the loss scale" if enabled else
+                   "the scaler is disabled in this run, but once enabled they are still multiplied by the loss scale")
+                + "; call scaler.unscale_(optimizer) before the clip")))
         self._clips.append(_Clip(site, self.backwards, self.hooks, params))
         return found
 
