@@ -176,7 +176,10 @@ def _explain(got: Any, want: Any, micro: list[Any], run: Callable[[list[Any]], _
              torch: Any) -> str:
     loose = (tol[0] * 10, tol[1] * 10)
     count = len(micro)
-    alone = [_flat(run([mb]).grads[0], torch) for mb in micro]  # each micro-batch as a whole batch
+    singles = [run([mb]).grads for mb in micro]  # each micro-batch as a whole batch
+    if any(len(grads) != 1 for grads in singles):
+        return f"the gradients differ: largest difference {float((got - want).abs().max()):.3g}"
+    alone = [_flat(grads[0], torch) for grads in singles]
     even = len({_batch_size(mb, torch) for mb in micro}) == 1
     ratio = _fit(got, want)
     if _close(got, sum(alone), loose):
