@@ -50,7 +50,7 @@ def download(labels: LabelFile, dist_dir: Path) -> Path:
                 else [["--only-binary", ":all:"]])
     errors: list[str] = []
     for kind in attempts:
-        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", *kind,
+        cmd = [sys.executable, "-m", "pip", "download", "--no-deps", "--ignore-requires-python", *kind,
                "--disable-pip-version-check", "--progress-bar", "off", "-q",
                "-d", str(dist_dir), pkg.pin]
         proc = subprocess.run(cmd, capture_output=True, text=True)
