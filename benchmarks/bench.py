@@ -29,7 +29,7 @@ from pathlib import Path
 
 import corpus
 from common import REPO, RunResult, gradlint_argv, gradlint_env, help_text, run_measured, supports
-from labelled import section_of, with_section
+from results import keeping_sections
 
 RESULTS = Path(__file__).resolve().with_name("RESULTS.md")
 DEFAULT_REPS = 3
@@ -527,8 +527,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     default = workdir.parent / "RESULTS-quick.md" if args.quick else RESULTS
     output = args.output or default
     text = render(tools, gl, peers, corp, reps, args.quick)
-    kept = section_of(output.read_text(encoding="utf-8")) if output.exists() else None
-    output.write_text(with_section(text, kept) if kept else text)
+    old = output.read_text(encoding="utf-8") if output.exists() else ""
+    output.write_text(keeping_sections(text, old))
     print(f"\nwrote {output}", file=sys.stderr)
     return 0 if all(t.ok_runs for t in tools) else 1
 

@@ -26,11 +26,11 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from labelled_sources import Finding, SourceError, lint_files, package_root
+from results import write_section
 from labelset import LABELS_DIR, Defect, LabelError, LabelFile, Loop, check_sources, label_paths, load
 
 RESULTS = Path(__file__).resolve().with_name("RESULTS.md")
-BEGIN = "<!-- labelled-benchmark:begin -->"
-END = "<!-- labelled-benchmark:end -->"
+SECTION = "labelled-benchmark"
 
 
 @dataclass(frozen=True)
@@ -220,22 +220,6 @@ def report(s: Summary) -> str:
     return "\n".join(out)
 
 
-_SECTION = re.compile(re.escape(BEGIN) + r".*?" + re.escape(END), re.DOTALL)
-
-
-def with_section(text: str, body: str) -> str:
-    """``text`` with its marked benchmark section replaced by ``body`` (appended when absent)."""
-    if _SECTION.search(text):
-        return _SECTION.sub(lambda _: body, text, count=1)
-    return f"{text.rstrip()}\n\n{body}\n" if text.strip() else f"{body}\n"
-
-
-def section_of(text: str) -> str | None:
-    """The marked benchmark section of ``text``, if any (``bench.py`` keeps it)."""
-    found = _SECTION.search(text)
-    return found.group(0) if found else None
-
-
 def _commit() -> str:
     """The short commit of this checkout, or ``unknown``."""
     try:
@@ -249,11 +233,10 @@ def _commit() -> str:
 def update_results(path: Path, data: Summary, command: str) -> None:
     """Rewrite the marked benchmark section of ``path``."""
     day = dt.datetime.now(dt.timezone.utc).strftime("%Y-%m-%d")
-    body = (f"{BEGIN}\n## Labelled real-code benchmark\n\nProduced by `{command}` on {day} "
+    body = (f"## Labelled real-code benchmark\n\nProduced by `{command}` on {day} "
             f"(gradlint commit {_commit()}); the labels are in `benchmarks/labelled/labels/`.\n\n"
-            f"{figures_markdown(data)}\n{END}")
-    text = path.read_text(encoding="utf-8") if path.exists() else ""
-    path.write_text(with_section(text, body), encoding="utf-8")
+            f"{figures_markdown(data)}")
+    write_section(SECTION, body, path)
 
 
 def load_labels(labels_dir: Path, only: Sequence[str]) -> list[LabelFile]:

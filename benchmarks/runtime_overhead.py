@@ -23,16 +23,15 @@ import subprocess
 import time
 from collections.abc import Callable
 from contextlib import AbstractContextManager, nullcontext
-from pathlib import Path
 from typing import Any
 
 import torch
+from results import RESULTS, write_section
 from torch import nn
 
 from gradlint.runtime import watch
 
 MICRO_BATCHES = 4
-RESULTS = Path(__file__).resolve().with_name("RESULTS.md")
 HEADING = "## Runtime overhead of watch"
 
 
@@ -93,15 +92,6 @@ def table(repeats: int, updates: int, micro_size: int) -> list[str]:
     return lines
 
 
-def write_section(text: str) -> None:
-    """Replace (or append) the section of RESULTS.md that this script owns."""
-    current = RESULTS.read_text(encoding="utf-8") if RESULTS.exists() else ""
-    head, found, rest = current.partition(HEADING + "\n")
-    tail = rest[rest.find("\n## ") + 1:] if found and "\n## " in rest else ""
-    RESULTS.write_text((head.rstrip("\n") + "\n\n" if head.strip() else "") + text + ("\n" + tail if tail else ""),
-                       encoding="utf-8")
-
-
 def main() -> None:
     parser = argparse.ArgumentParser(description=(__doc__ or "").splitlines()[0])
     parser.add_argument("--repeats", type=int, default=15)
@@ -122,7 +112,7 @@ def main() -> None:
         commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], capture_output=True, text=True,
                                 cwd=RESULTS.parent).stdout.strip() or "unknown"
         when = datetime.datetime.now(datetime.timezone.utc).strftime("%Y-%m-%d %H:%M UTC")
-        write_section("\n".join([
+        write_section("runtime-overhead", "\n".join([
             HEADING, "",
             f"Produced by `python benchmarks/runtime_overhead.py --write` on {when}, commit {commit}, "
             f"{platform.processor() or platform.machine()} ({platform.platform()}, {os.cpu_count()} cores, load average "

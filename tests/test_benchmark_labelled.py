@@ -340,14 +340,17 @@ def test_mutate_cli_scores_and_skips_unparseable(tmp_path: Path) -> None:
     assert lines[-2:] == ["missed (0):", "findings on the unmutated correct loops (0):"]
 
 
-def test_the_section_survives_a_rewrite_of_the_rest() -> None:
-    from labelled import BEGIN, END, section_of, with_section
+def test_marked_sections_survive_a_rewrite_of_the_rest() -> None:
+    from results import keeping_sections, marked, sections, with_section
 
-    old = f"# old timings\n\n{BEGIN}\nfigures\n{END}\n"
-    kept = section_of(old)
-    assert kept == f"{BEGIN}\nfigures\n{END}"
-    assert with_section("# new timings\n", kept) == f"# new timings\n\n{BEGIN}\nfigures\n{END}\n"
-    assert section_of("# new timings\n") is None
+    old = f"# old timings\n\n{marked('labelled-benchmark', 'figures')}\n\n{marked('runtime-overhead', 'ms')}\n"
+    assert sections(old) == ["<!-- labelled-benchmark:begin -->\nfigures\n<!-- labelled-benchmark:end -->",
+                             "<!-- runtime-overhead:begin -->\nms\n<!-- runtime-overhead:end -->"]
+    assert keeping_sections("# new timings\n", old) == "\n\n".join(["# new timings", *sections(old)]) + "\n"
+    assert sections(with_section(old, "runtime-overhead", "faster")) == [
+        sections(old)[0], "<!-- runtime-overhead:begin -->\nfaster\n<!-- runtime-overhead:end -->"]
+    assert with_section("# t\n", "x", "body") == "# t\n\n<!-- x:begin -->\nbody\n<!-- x:end -->\n"
+    assert keeping_sections("# new\n", "# old\n") == "# new\n"
 
 
 def test_only_names_a_package_without_labels(tmp_path: Path) -> None:
