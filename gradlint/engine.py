@@ -14,11 +14,12 @@ from collections.abc import Iterable
 
 import libcst as cst
 
+from gradlint.catalogue import SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.diagnostics import Diagnostic, Span
 from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import UnitLibrary
-from gradlint.rules import RULES, SYNTAX_ERROR, UNUSED_SUPPRESSION
+from gradlint.rules import RULES
 from gradlint.screen import NATIVE_SCALER, ModuleFacts, Unit, might_hold_training_loop, screen, worth_analysing
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode, parse_python, python_lines

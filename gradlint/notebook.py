@@ -21,8 +21,8 @@ import tokenize
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gradlint.catalogue import SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.diagnostics import Diagnostic, Edit, Fix, Span
-from gradlint.rules import SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.screen import might_hold_training_loop
 from gradlint.settings import Settings
 from gradlint.suppression import might_hold_suppression

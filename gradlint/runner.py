@@ -23,8 +23,8 @@ from pathlib import Path
 
 from gradlint.budget import DEFAULT_TIMEOUT, AnalysisTimeout, time_budget
 from gradlint.cache import Cache, content_digest
+from gradlint.catalogue import SYNTAX_ERROR
 from gradlint.diagnostics import Diagnostic, Span
-from gradlint.rules import SYNTAX_ERROR
 from gradlint.screen import filter_flavour, worth_analysing
 from gradlint.settings import Settings
 from gradlint.source import read_source_file, require_regular

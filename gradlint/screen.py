@@ -11,8 +11,8 @@ import ast
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gradlint.catalogue import UNUSED_SUPPRESSION
 from gradlint.names import Kind, build_alias_table, constructor_kind, kind_by_name, resolve
-from gradlint.rules import UNUSED_SUPPRESSION
 from gradlint.settings import Settings
 from gradlint.source import parse_python
 from gradlint.suppression import might_hold_suppression

@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings as hypothesis_settings, stra
 
 import gradlint.screen as screen_module
 from gradlint.engine import could_form_loop, judge_syntax, lint_bytes, lint_source
-from gradlint.rules import CATALOGUE, SYNTAX_ERROR
+from gradlint.catalogue import CATALOGUE, SYNTAX_ERROR
 from gradlint.screen import might_hold_training_loop
 from gradlint.settings import Settings
 

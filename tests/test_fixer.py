@@ -21,7 +21,8 @@ import gradlint.fixer as fixer
 from gradlint.diagnostics import Applicability, Edit, Fix, Span
 from gradlint.engine import lint_source
 from gradlint.fixer import apply_fixes, fix_file, fix_source
-from gradlint.rules import CATALOGUE, RULES, Finding
+from gradlint.catalogue import CATALOGUE
+from gradlint.rules import RULES, Finding
 from gradlint.settings import Settings, default_settings
 
 # GL102 (step per micro-batch) and GL101 (clip per micro-batch): the clip can only move once

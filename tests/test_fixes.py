@@ -11,7 +11,7 @@ from gradlint.diagnostics import Applicability
 from gradlint.engine import lint_source
 from gradlint.fixer import fix_source
 from gradlint.rule_docs import load_doc
-from gradlint.rules import CATALOGUE
+from gradlint.catalogue import CATALOGUE
 from gradlint.settings import Settings
 
 SAFE, UNSAFE = Applicability.SAFE, Applicability.UNSAFE

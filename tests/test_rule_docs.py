@@ -15,7 +15,7 @@ import pytest
 
 from conftest import ROOT
 from gradlint.rule_docs import docs_dir, load_doc
-from gradlint.rules import CATALOGUE
+from gradlint.catalogue import CATALOGUE
 from samples import gradlint
 
 SECTIONS = ["What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References"]

@@ -5,9 +5,9 @@ from __future__ import annotations
 import re
 from collections.abc import Iterator
 
+from gradlint.catalogue import CATALOGUE
 from gradlint.model.events import Role, TrainingLoop
 from gradlint.rules.base import Finding, Rule
-from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import per_micro_batch
 
 _STEP_COUNTER = re.compile(r"step|update|iter|^it$|^itr$", re.I)

@@ -5,10 +5,10 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
+from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import clip_before_step
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.rules.base import Finding, Rule
-from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import call_text, last_backwards
 
 

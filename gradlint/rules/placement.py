@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import clip_to_boundary, scheduler_to_boundary, step_to_boundary, zero_grad_to_boundary
 from gradlint.model.events import Role, TrainingLoop
 from gradlint.rules.base import Finding, Rule
-from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import call_text, per_micro_batch, step_text
 
 

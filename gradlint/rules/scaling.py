@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import divide_loss
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
 from gradlint.model.loss import Scaling, trace_loss
 from gradlint.rules.base import Finding, Rule
-from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import per_micro_batch
 
 

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gradlint.catalogue import CATALOGUE
 from gradlint.model.events import Role, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Finding, Rule
-from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import per_micro_batch
 
 

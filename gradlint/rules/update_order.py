@@ -4,11 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import scheduler_after_step, unscale_before_clip, zero_grad_after_step
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Finding, Rule
-from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import backward_before, call_text, engine_loop, last_backwards
 
 

@@ -6,11 +6,11 @@ from collections.abc import Iterator
 
 import libcst as cst
 
+from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import remove_division
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.model.loss import LossTrace, Scaling, trace_loss
 from gradlint.rules.base import Finding, Rule
-from gradlint.rules.catalogue import CATALOGUE
 from gradlint.rules.helpers import per_micro_batch
 from gradlint.rules.scaling import framework_divides
 
