@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gradlint.model.boundary import after_guard, find_gates, iterable_of, loop_index, zero_based
 from gradlint.model.collect import Collector, Resolver
 from gradlint.model.events import Event, Gate, Place, Role, Shape, TrainingLoop
-from gradlint.model.gates import is_final_condition, read_gate
+from gradlint.model.gate_search import after_guard, epoch_length, find_gates, iterable_of, loop_index, zero_based
+from gradlint.model.gate_tests import is_final_condition, read_gate
 from gradlint.model.scopes import find_scopes
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
@@ -58,6 +58,7 @@ def _place(
         event.no_sync = any(event.inside(w) for w in sync_blocks)
     for gate in gates:
         gate.zero_based = zero_based(unit, gate, root, events)
+        gate.epoch_length = epoch_length(unit, gate, root)
         gate.restarts_each_epoch = gate.count_bound is not None or (
             isinstance(root, cst.For) and gate.counter is not None and loop_index(unit, root, any_start=True) == gate.counter
         )

@@ -32,7 +32,7 @@ class Collector(cst.CSTVisitor):
     def __init__(self, unit: UnitModel, resolve: Resolver | None = None) -> None:
         self.unit = unit  # the unit being walked (a followed helper's, during the detour)
         self.home = unit  # the unit whose loops are being built
-        self.resolve = resolve
+        self.resolver = resolve
         self._chain: list[UnitModel] = [unit]
         self.events: list[Event] = []
         self.loops: list[tuple[cst.CSTNode, UnitModel]] = []
@@ -74,7 +74,7 @@ class Collector(cst.CSTVisitor):
     def _call(self, call: cst.Call) -> None:
         found = classify(call, self.unit.facts)
         if found is None:
-            callee = self.resolve(call, self.unit) if self.resolve and len(self._chain) <= _INLINE_DEPTH else None
+            callee = self.resolver(call, self.unit) if self.resolver and len(self._chain) <= _INLINE_DEPTH else None
             if callee is not None and all(callee is not u for u in self._chain):
                 self._inline(call, callee)
             return

@@ -1,9 +1,62 @@
-"""The rules: one class per catalogued code, each in its own module (importing them loads
-libcst; the catalogue, :mod:`gradlint.catalogue`, does not)."""
+"""The rules: one module per catalogued code, each holding its rule class (the check and the
+fix it offers) and its own ``VALID`` / ``INVALID`` examples. Importing them loads libcst;
+the catalogue (:mod:`gradlint.catalogue`) does not."""
 
 from __future__ import annotations
 
-from gradlint.rules.base import Finding, Rule
-from gradlint.rules.registry import RULES
+from types import ModuleType
 
-__all__ = ["RULES", "Finding", "Rule"]
+from gradlint.rules import (
+    gl101_clip_per_micro_batch,
+    gl102_step_per_micro_batch,
+    gl103_zero_grad_per_micro_batch,
+    gl104_scheduler_per_micro_batch,
+    gl105_counter_per_micro_batch,
+    gl201_missing_accumulation_scaling,
+    gl202_fixed_divisor_partial_window,
+    gl203_mean_of_means,
+    gl204_double_accumulation_scaling,
+    gl301_clip_after_step,
+    gl302_scheduler_before_optimizer,
+    gl303_clip_before_unscale,
+    gl304_missing_zero_grad,
+    gl305_zero_grad_before_step,
+    gl401_dropped_final_window,
+    gl402_unsynced_accumulation,
+    gl403_off_by_one_gate,
+)
+from gradlint.rules.base import Finding, Rule
+
+RULE_MODULES: tuple[ModuleType, ...] = (
+    gl101_clip_per_micro_batch,
+    gl102_step_per_micro_batch,
+    gl103_zero_grad_per_micro_batch,
+    gl104_scheduler_per_micro_batch,
+    gl105_counter_per_micro_batch,
+    gl201_missing_accumulation_scaling,
+    gl202_fixed_divisor_partial_window,
+    gl203_mean_of_means,
+    gl204_double_accumulation_scaling,
+    gl301_clip_after_step,
+    gl302_scheduler_before_optimizer,
+    gl303_clip_before_unscale,
+    gl304_missing_zero_grad,
+    gl305_zero_grad_before_step,
+    gl401_dropped_final_window,
+    gl402_unsynced_accumulation,
+    gl403_off_by_one_gate,
+)
+"""Every rule module, in code order."""
+
+
+def rule_of(module: ModuleType) -> Rule:
+    """An instance of the one :class:`Rule` subclass ``module`` defines."""
+    [rule] = [value for value in vars(module).values()
+              if isinstance(value, type) and issubclass(value, Rule) and value.__module__ == module.__name__]
+    return rule()
+
+
+RULES: dict[str, Rule] = {rule.info.code: rule for rule in map(rule_of, RULE_MODULES)}
+"""The rule of every catalogued training-loop code, in code order."""
+
+__all__ = ["RULES", "RULE_MODULES", "Finding", "Rule", "rule_of"]

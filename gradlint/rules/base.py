@@ -4,11 +4,13 @@ from __future__ import annotations
 
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import ClassVar
+from typing import ClassVar, Concatenate, ParamSpec
 
 from gradlint.catalogue import RuleInfo
 from gradlint.diagnostics import Edit, Fix, Span
 from gradlint.model.events import TrainingLoop
+
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -26,7 +28,7 @@ class Change:
     gives the applicability)."""
 
     message: str
-    edits: tuple[Edit, ...]
+    edits: tuple[Edit, ...] | None  # None: the edit cannot be made without guessing
 
 
 @dataclass(frozen=True)
@@ -50,12 +52,13 @@ class Rule:
         """Findings for one training loop."""
         raise NotImplementedError
 
-    def fix(self, loop: TrainingLoop, build: Callable[[], Change | None]) -> Fix | None:
-        """The fix ``build`` proposes, with this rule's catalogued applicability. Edits are made
+    def fix(self, build: Callable[Concatenate[TrainingLoop, P], Change | None], loop: TrainingLoop,
+            *args: P.args, **kwargs: P.kwargs) -> Fix | None:
+        """The fix ``build(loop, *args)`` proposes, with this rule's catalogued applicability. Edits are made
         in the loop's own unit: a loop that trains through a helper it calls (events in
         another function) gets no fix rather than a cross-function move."""
         applicability = self.info.fix
         if applicability is None or not loop.single_unit:
             return None
-        change = build()
+        change = build(loop, *args, **kwargs)
         return Fix(applicability, change.message, change.edits) if change is not None and change.edits else None

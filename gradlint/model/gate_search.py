@@ -7,7 +7,7 @@ import libcst as cst
 
 from gradlint.model.collect import Collector
 from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role, TrainingLoop
-from gradlint.model.gates import GateTest, Lookup, read_gate
+from gradlint.model.gate_tests import GateTest, Lookup, read_gate
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 
@@ -150,3 +150,25 @@ def iterable_of(unit: UnitModel, loop: cst.For) -> cst.BaseExpression:
     while isinstance(source, cst.Call) and dotted(source.func) in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm") and source.args:
         source = source.args[0].value
     return source
+
+
+def epoch_length(unit: UnitModel, gate: Gate, root: cst.CSTNode) -> cst.BaseExpression | None:
+    """``len(loader)`` from ``(i + 1) % N == 0 or i + 1 == len(loader)`` over
+    ``for i, batch in enumerate(loader)``, the only final-window form whose window size
+    follows from the counter alone."""
+    if not (gate.offset_one and gate.modulus is not None and isinstance(root, cst.For)):
+        return None
+    source, target = root.iter, root.target
+    if not (isinstance(source, cst.Call) and dotted(source.func) == "enumerate" and len(source.args) == 1
+            and isinstance(target, cst.Tuple) and dotted(target.elements[0].value) == gate.counter):
+        return None
+    test = gate.node.test
+    operands = [test.left, test.right] if isinstance(test, cst.BooleanOperation) else []
+    for expr in operands:
+        if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1 \
+                and isinstance(expr.comparisons[0].operator, cst.Equal):
+            sides = [expr.left, expr.comparisons[0].comparator]
+            for side, other in (sides, sides[::-1]):
+                if unit.code(side).replace(" ", "").strip("()") == f"{gate.counter}+1":
+                    return other
+    return None
