@@ -97,7 +97,7 @@ def replace(loop: TrainingLoop, node: cst.CSTNode, content: str) -> Edits | None
 
 def operand(loop: TrainingLoop, node: cst.BaseExpression) -> str:
     """Source text of ``node``, parenthesized unless it is atomic."""
-    code = loop.unit.code(node).strip()
+    code = loop.unit.text_of(node).strip()
     if isinstance(node, _ATOMS) or (node.lpar and node.rpar):
         return code
     return f"({code})"
@@ -123,10 +123,10 @@ def undivide(loop: TrainingLoop, divisor: cst.BaseExpression) -> Edits | None:
     if not (isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Divide)
             and parent.right is divisor):
         return None
-    left = loop.unit.code(parent.left).strip()
+    left = loop.unit.text_of(parent.left).strip()
     assign = layout.parent(parent)
     if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.value is parent \
-            and loop.unit.code(assign.targets[0].target).strip() == left:
+            and loop.unit.text_of(assign.targets[0].target).strip() == left:
         return _delete_simple(loop, assign)
     return replace(loop, parent, left)
 

@@ -59,14 +59,11 @@ class Shape(str, Enum):
     ACCELERATE = "accelerate"  # `with accelerator.accumulate(model):`
 
 
-@dataclass(eq=False)
-class Event:
-    """One call or statement with a role in the skeleton."""
+@dataclass(frozen=True)
+class RoleRecord:
+    """What the collector found a call (or statement) to do: its role and what it acts on."""
 
     role: Role
-    node: cst.CSTNode
-    statement: cst.CSTNode
-    unit: UnitModel  # where the node lives (a called helper's unit when followed)
     receiver: str | None = None
     kind: Kind | None = None
     target: str | None = None
@@ -74,12 +71,55 @@ class Event:
     framework: str | None = None
     closure: bool = False
     metric: bool = False
-    no_sync: bool = False  # inside `no_sync()`, `no_backward_sync()` or `accumulate()`
     gated_by: cst.BaseExpression | None = None  # a keyword test deciding whether the call steps
-    order: int = 0
+
+
+@dataclass(eq=False)
+class Event:
+    """One call or statement with a role in the skeleton: the collector's record, where it
+    stands, and (once the loop is built) where it runs."""
+
+    record: RoleRecord
+    node: cst.CSTNode
+    statement: cst.CSTNode
+    unit: UnitModel  # where the node lives (a called helper's unit when followed)
     ancestors: tuple[cst.CSTNode, ...] = ()
-    place: Place = Place.EVERY
+    order: int = 0
     span: Span = Span(0, 0, 0, 0)
+    place: Place = Place.EVERY
+    no_sync: bool = False  # inside `no_sync()`, `no_backward_sync()` or `accumulate()`
+
+    @property
+    def role(self) -> Role:
+        return self.record.role
+
+    @property
+    def receiver(self) -> str | None:
+        return self.record.receiver
+
+    @property
+    def kind(self) -> Kind | None:
+        return self.record.kind
+
+    @property
+    def target(self) -> str | None:
+        return self.record.target
+
+    @property
+    def loss(self) -> cst.BaseExpression | None:
+        return self.record.loss
+
+    @property
+    def framework(self) -> str | None:
+        return self.record.framework
+
+    @property
+    def closure(self) -> bool:
+        return self.record.closure
+
+    @property
+    def metric(self) -> bool:
+        return self.record.metric
 
     def inside(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` encloses this event."""
@@ -266,7 +306,7 @@ class TrainingLoop:
 
     def factor_code(self) -> str | None:
         """The accumulation factor N as source text, when the loop shows it."""
-        return self.unit.code(self.factor) if self.factor is not None else None
+        return self.unit.text_of(self.factor) if self.factor is not None else None
 
 
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:

@@ -17,10 +17,11 @@ _ZERO_BASED_PARAMS = frozenset({"batch_idx", "batch_nb", "batch_index", "batch_n
 def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], accelerate: bool) -> list[Gate]:
     """The ``if`` statements inside ``root`` that separate the boundary from the body."""
     gates: list[Gate] = []
-    for node, ancestors, owner in collector.ifs:
-        if not any(a is root for a in ancestors) and node is not root:
+    for site in collector.ifs:
+        node, ancestors, owner = site.node, site.ancestors, site.unit
+        if not site.inside(root) and node is not root:
             continue
-        test = read_gate(node.test, _lookup(owner, collector.home), collector.counters, owner.code)
+        test = read_gate(node.test, _lookup(owner, collector.home), collector.counters, owner.text_of)
         if test is None:
             continue
         gate = _gate(owner, node, ancestors, test)
@@ -169,6 +170,6 @@ def epoch_length(unit: UnitModel, gate: Gate, root: cst.CSTNode) -> cst.BaseExpr
                 and isinstance(expr.comparisons[0].operator, cst.Equal):
             sides = [expr.left, expr.comparisons[0].comparator]
             for side, other in (sides, sides[::-1]):
-                if unit.code(side).replace(" ", "").strip("()") == f"{gate.counter}+1":
+                if unit.text_of(side).replace(" ", "").strip("()") == f"{gate.counter}+1":
                     return other
     return None

@@ -64,13 +64,13 @@ def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> L
         return LossTrace(Scaling.UNKNOWN)
     scaling = tracer.trace(expr, line, 0)
     divisors = [_divisor(unit, node) for node in tracer.divisors]
-    origins = [unit.code(call) for call in tracer.origins]
+    origins = [unit.text_of(call) for call in tracer.origins]
     return LossTrace(scaling, divisors, tracer.origins, tracer.model_output,
                      _token_mean(unit, origins, tracer.model_output))
 
 
 def _divisor(unit: UnitModel, node: cst.BaseExpression) -> Divisor:
-    text = unit.code(node).strip()
+    text = unit.text_of(node).strip()
     low = text.lower()
     return Divisor(node, text.strip("()"), any(w in low for w in _TOKEN_COUNT_WORDS),
                    any(w in low for w in _ACCUMULATION_WORDS))

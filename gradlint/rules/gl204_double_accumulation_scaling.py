@@ -69,5 +69,5 @@ def train(model, loader, optimizer, accum_steps):
 def _undivide(loop: TrainingLoop, divisor: Divisor) -> Change | None:
     """Drop the manual division (unsafe: the framework's factor may come from configuration
     gradlint does not read)."""
-    return Change(f"Remove the manual division by {loop.unit.code(divisor.node).strip()}",
+    return Change(f"Remove the manual division by {loop.unit.text_of(divisor.node).strip()}",
                   edit.undivide(loop, divisor.node))

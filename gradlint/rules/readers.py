@@ -14,8 +14,8 @@ def call_text(loop: TrainingLoop, event: Event) -> str:
     """How the user wrote the call, for messages: ``optimizer.step()``."""
     node = event.node
     if isinstance(node, cst.Call):
-        return loop.unit.code(node.func).strip() + "()"
-    return loop.unit.code(node).strip().splitlines()[0]
+        return loop.unit.text_of(node.func).strip() + "()"
+    return loop.unit.text_of(node).strip().splitlines()[0]
 
 
 def quoted(loop: TrainingLoop, event: Event) -> str:
@@ -54,8 +54,8 @@ def scaler_unscale(loop: TrainingLoop, step: Event | None = None) -> str | None:
     optimizer = first_arg(step.node)
     if optimizer is None or not isinstance(step.node.func, cst.Attribute):
         return None
-    scaler = loop.unit.code(step.node.func.value).strip()
-    return f"{scaler}.unscale_({loop.unit.code(optimizer).strip()})"
+    scaler = loop.unit.text_of(step.node.func.value).strip()
+    return f"{scaler}.unscale_({loop.unit.text_of(optimizer).strip()})"
 
 
 def engine_loop(loop: TrainingLoop) -> bool:
