@@ -48,12 +48,10 @@ class Divisor:
 
 @dataclass
 class LossTrace:
-    """The verdict plus the divisors met on the way and the calls the loss comes from."""
+    """The verdict, the divisors met on the way, and whether the loss is a per-token mean."""
 
     scaling: Scaling
     divisors: list[Divisor] = field(default_factory=list)
-    origins: list[cst.Call] = field(default_factory=list)
-    model_output: bool = False  # read as `outputs.loss` / `outputs["loss"]` (a model's own loss)
     token_mean: bool = False  # evidence that the loss is a mean over masked tokens
 
 
@@ -65,8 +63,7 @@ def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> L
     scaling = tracer.trace(expr, line, 0)
     divisors = [_divisor(unit, node) for node in tracer.divisors]
     origins = [unit.text_of(call) for call in tracer.origins]
-    return LossTrace(scaling, divisors, tracer.origins, tracer.model_output,
-                     _token_mean(unit, origins, tracer.model_output))
+    return LossTrace(scaling, divisors, _token_mean(unit, origins, tracer.model_output))
 
 
 def _divisor(unit: UnitModel, node: cst.BaseExpression) -> Divisor:
@@ -77,8 +74,9 @@ def _divisor(unit: UnitModel, node: cst.BaseExpression) -> Divisor:
 
 
 def _token_mean(unit: UnitModel, origins: list[str], model_output: bool) -> bool:
-    """Evidence of a mean over masked tokens: ``ignore_index``, or a token loss in a module
-    that masks labels with -100; never with ``reduction="sum"``."""
+    """Evidence of a mean over masked tokens in the calls the loss comes from (``origins``):
+    ``ignore_index``, or a token loss (or a model's own ``outputs.loss``, ``model_output``) in
+    a module that masks labels with -100; never with ``reduction="sum"``."""
     if any("reduction" in code for code in origins):
         return False
     if any("ignore_index" in code for code in origins):

@@ -19,7 +19,7 @@ def call_text(loop: TrainingLoop, event: Event) -> str:
 
 
 def quoted(loop: TrainingLoop, event: Event) -> str:
-    """The call as written, in backticks, for fix messages: ```optimizer.step()```."""
+    """The call as written, in backticks, for fix messages."""
     return f"`{call_text(loop, event)}`"
 
 
