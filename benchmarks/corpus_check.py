@@ -42,9 +42,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fixsafety import check_fix_safety
 
-from gradlint.diagnostics import Applicability
 from gradlint.engine import lint_bytes
-from gradlint.rules import CATALOGUE
+from gradlint.catalogue import CATALOGUE
 from gradlint.prefilter import might_hold_training_loop_bytes
 from gradlint.settings import Settings, default_settings
 from gradlint.source import decode
@@ -137,14 +136,14 @@ def _check_full(package: str, relative: str, data: bytes, why: str | None, summa
     if gl000 != (why is not None):
         summary.failures.append(f"{package}/{relative}: full analysis GL000={gl000} "
                                 f"but Python says {why or 'it compiles'}")
-    if any(d.fix is not None and d.fix.applicability is not Applicability.DISPLAY_ONLY for d in diagnostics):
+    if any(d.fix is not None for d in diagnostics):
         summary.fixable_every_rule += 1
         _check_fix(package, relative, decode(data).text, EVERY_RULE, summary)
 
 
 def _check_fixes(folder: Path, findings: list[dict], summary: Summary, settings: Settings) -> None:
     summary.findings += len(findings)
-    fixable = sorted({f["path"] for f in findings if f.get("fix") and f["fix"]["applicability"] != "display-only"})
+    fixable = sorted({f["path"] for f in findings if f.get("fix")})
     for relative in fixable:
         summary.fixable += 1
         _check_fix(folder.name, relative, decode((folder / relative).read_bytes()).text, settings, summary)

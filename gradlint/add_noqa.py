@@ -14,9 +14,9 @@ import tokenize
 from dataclasses import dataclass
 from pathlib import Path
 
+from gradlint.catalogue import SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.diagnostics import Diagnostic
 from gradlint.notebook import NotebookError, read_notebook, write_cells
-from gradlint.rules import SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.source import SourceError, decode, encode, read_source_file
 from gradlint.suppression import CODE, NOQA
 from gradlint.writer import write_atomic

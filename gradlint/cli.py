@@ -18,13 +18,13 @@ from gradlint import __version__
 from gradlint.budget import DEFAULT_TIMEOUT
 from gradlint.cache import Cache, CacheError, default_cache_dir
 from gradlint.cache import clean as clean_cache
+from gradlint.catalogue import CATALOGUE
 from gradlint.config import ConfigResolver, Overrides, check_overrides, settings_for
 from gradlint.diagnostics import Diagnostic
 from gradlint.discovery import discover
 from gradlint.exclusion import PathFilter
 from gradlint.reporters import DEFAULT_FORMAT, FORMATS, Report, ReportOptions, render
 from gradlint.rule_docs import rule_record
-from gradlint.rules import CATALOGUE
 from gradlint.runner import DEFAULT_MAX_FILE_SIZE, Mode, Piped, RunResult, default_jobs, display_path, run
 from gradlint.settings import Settings, SettingsError
 

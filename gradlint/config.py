@@ -23,9 +23,9 @@ from typing import Any
 
 import pathspec
 
+from gradlint.catalogue import CATALOGUE
 from gradlint.names import Kind
 from gradlint.paths import is_file, is_folder
-from gradlint.rules import CATALOGUE
 from gradlint.settings import Settings, SettingsError, expand_codes
 
 if sys.version_info >= (3, 11):

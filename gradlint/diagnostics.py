@@ -15,11 +15,10 @@ class Severity(str, Enum):
 
 
 class Applicability(str, Enum):
-    """When a fix may be applied, as in ruff: safe, unsafe, or shown only."""
+    """When a fix may be applied, as in ruff: safe (by ``--fix``) or unsafe (on request)."""
 
     SAFE = "safe"
     UNSAFE = "unsafe"
-    DISPLAY_ONLY = "display-only"
 
 
 @dataclass(frozen=True, order=True)

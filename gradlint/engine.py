@@ -14,12 +14,13 @@ from dataclasses import dataclass, field
 
 import libcst as cst
 
+from gradlint.catalogue import SYNTAX_ERROR
 from gradlint.diagnostics import Diagnostic, Span
 from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import UnitLibrary
 from gradlint.prefilter import EVERYTHING, UnitFilter, Verdict, judge, suppressions_wanted, worth_reading
-from gradlint.rules import RULES, SYNTAX_ERROR
+from gradlint.rules import RULES
 from gradlint.screen import screen
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode, parse_python, python_lines

@@ -11,10 +11,13 @@ from __future__ import annotations
 import json
 from dataclasses import asdict, dataclass
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from gradlint.diagnostics import Diagnostic, Span
 from gradlint.settings import Settings, SettingsError
+
+if TYPE_CHECKING:
+    from gradlint.model.events import TrainingLoop
 
 SHAPES = {
     "plain": "plain loop (backward and step on every iteration)",
@@ -86,19 +89,19 @@ def explain_source(source: str, path: str, settings: Settings) -> list[LoopView]
     return sorted(views, key=lambda view: (view.line, view.end_line))
 
 
-def _view(loop: Any, diagnostics: list[Diagnostic]) -> LoopView:
+def _view(loop: TrainingLoop, diagnostics: list[Diagnostic]) -> LoopView:
     span: Span = loop.span
     gate = loop.primary_gate
     if gate is not None:
         final = None if loop.shape.value == "accelerate" else gate.final_branch  # Accelerate flushes the last window
-        gate_line, gate_text = gate.span.line, loop.unit.code(gate.node.test)
+        gate_line, gate_text = gate.span.line, loop.unit.text_of(gate.node.test)
     elif loop.micro_loops:
         micro = loop.micro_loops[0]
-        gate_line, gate_text, final = loop.unit.span(micro).line, _header(loop.unit.code(micro)), None
+        gate_line, gate_text, final = loop.unit.span(micro).line, _header(loop.unit.text_of(micro)), None
     else:
         gate_line, gate_text, final = None, None, None
     calls = tuple(CallView(e.span.line, e.span.column, e.span.end_line, e.span.end_column, e.role.value,
-                           PLACES[e.place.value], e.unit.code(e.node), e.unit is not loop.unit,
+                           PLACES[e.place.value], e.unit.text_of(e.node), e.unit is not loop.unit,
                            loop.accelerate_skips(e))
                   for e in loop.events)
     inside = tuple(d for d in diagnostics if span.line <= d.line <= span.end_line

@@ -39,7 +39,7 @@ class FixResult:
 
 
 def applicable(fix: Fix | None, unsafe: bool) -> bool:
-    """Whether ``fix`` is applied: safe ones always, unsafe ones on request, never display-only."""
+    """Whether ``fix`` is applied: safe ones always, unsafe ones on request."""
     if fix is None or not fix.edits:
         return False
     return fix.applicability is Applicability.SAFE or (unsafe and fix.applicability is Applicability.UNSAFE)

@@ -42,6 +42,8 @@ _OPT_NAME = re.compile(r"optimi[sz]er|^optim$|^opt$|^opt_|_opt$|^opt[A-Z0-9]|^op
 _SCHED_NAME = re.compile(r"sched", re.I)
 _SCALER_NAME = re.compile(r"scaler$", re.I)
 _ENGINE_NAME = re.compile(r"(^|_)engine$", re.I)
+_UPDATE_COUNTER = re.compile(r"step|update|iter|^it$|^itr$", re.I)
+_MICRO_COUNTER = re.compile(r"micro|accum|batch|sample|token|seen", re.I)
 
 
 def build_alias_table(imports: list[tuple[str | None, str, str | None]]) -> dict[str, str]:
@@ -111,3 +113,10 @@ def kind_by_name(dotted: str) -> Kind | None:
     if _ENGINE_NAME.search(last):
         return Kind.ENGINE
     return None
+
+
+def counts_updates(dotted: str) -> bool:
+    """Whether a counter is named like a count of optimizer updates (``global_step``,
+    ``self.iteration``), not of micro-batches, samples or tokens (``micro_step``, ``seen``)."""
+    last = dotted.rsplit(".", 1)[-1]
+    return bool(_UPDATE_COUNTER.search(last)) and not _MICRO_COUNTER.search(last)

@@ -21,8 +21,8 @@ import tokenize
 from dataclasses import dataclass, replace
 from typing import Any
 
+from gradlint.catalogue import SYNTAX_ERROR
 from gradlint.diagnostics import Diagnostic, Edit, Fix, Span
-from gradlint.rules import SYNTAX_ERROR
 from gradlint.settings import Settings
 
 _MARKER = "# <gradlint cell {}>"

@@ -21,7 +21,7 @@ from collections.abc import Iterable
 from dataclasses import dataclass
 from typing import TYPE_CHECKING
 
-from gradlint.rules import UNUSED_SUPPRESSION
+from gradlint.catalogue import UNUSED_SUPPRESSION
 from gradlint.settings import Settings
 
 if TYPE_CHECKING:

@@ -12,7 +12,7 @@ from functools import cache
 from pathlib import Path
 from typing import Any
 
-from gradlint.rules.base import RuleInfo
+from gradlint.catalogue import CATALOGUE, RuleInfo
 
 _PACKAGE = Path(__file__).resolve().parent
 _HEADING = re.compile(r"^# (?P<code>GL\d{3}): (?P<name>[a-z0-9-]+)[ \t]*$", re.MULTILINE)
@@ -76,12 +76,19 @@ def _cells(row: str) -> list[str]:
     return [cell.strip().lower() for cell in row.strip("|").split("|")]
 
 
+def doc_path(code: str) -> Path | None:
+    """The installed (or checked-out) document of the catalogued rule ``code``, if there is one."""
+    folder = docs_dir()
+    info = CATALOGUE.get(code)
+    path = folder / info.doc if folder and info else None
+    return path if path is not None and path.is_file() else None
+
+
 @cache
 def load_doc(code: str) -> RuleDoc | None:
     """The document of rule ``code``, or None when it is not installed."""
-    folder = docs_dir()
-    path = folder / f"{code}.md" if folder else None
-    if path is None or not path.is_file():
+    path = doc_path(code)
+    if path is None:
         return None
     return parse_doc(path.read_text(encoding="utf-8"))
 

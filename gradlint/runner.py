@@ -27,10 +27,10 @@ from pathlib import Path
 
 from gradlint.budget import DEFAULT_TIMEOUT, AnalysisTimeout, time_budget
 from gradlint.cache import Cache, content_digest
+from gradlint.catalogue import SYNTAX_ERROR
 from gradlint.diagnostics import Diagnostic, Span
 from gradlint.fixer import applicable
 from gradlint.prefilter import filter_flavour, worth_reading
-from gradlint.rules import SYNTAX_ERROR
 from gradlint.settings import Settings
 from gradlint.source import read_source_file, require_regular
 from gradlint.writer import FileFix, fix_data, write_atomic

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
+from gradlint.catalogue import CATALOGUE
 from gradlint.names import Kind
 
 
@@ -54,6 +55,4 @@ def expand_codes(catalogue: dict, codes: list[str]) -> set[str]:
 
 def default_settings() -> Settings:
     """Every rule that is on by default, no extra names."""
-    from gradlint.rules import CATALOGUE
-
     return Settings(select=resolve_selection(CATALOGUE, None, None))

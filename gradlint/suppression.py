@@ -16,8 +16,8 @@ import tokenize
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
+from gradlint.catalogue import CATALOGUE, SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.diagnostics import Diagnostic, Span
-from gradlint.rules import CATALOGUE, SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.settings import Settings
 
 _CODE = r"[A-Za-z]+[0-9]+"

@@ -30,7 +30,7 @@ from hypothesis import strategies as st
 
 from gradlint.diagnostics import Diagnostic
 from gradlint.engine import lint_bytes, lint_source
-from gradlint.rules import CATALOGUE, SYNTAX_ERROR
+from gradlint.catalogue import CATALOGUE, SYNTAX_ERROR
 from gradlint.prefilter import might_hold_training_loop
 from gradlint.settings import Settings
 from gradlint.source import python_lines

@@ -17,8 +17,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
 
 import gradlint.screen as screen_module
+from gradlint.catalogue import CATALOGUE, SYNTAX_ERROR
 from gradlint.engine import judge_syntax, lint_bytes, lint_source
-from gradlint.rules import CATALOGUE, SYNTAX_ERROR
 from gradlint.prefilter import could_form_loop, might_hold_training_loop
 from gradlint.settings import Settings
 

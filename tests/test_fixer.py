@@ -20,8 +20,9 @@ from samples import gradlint
 import gradlint.writer as writer
 from gradlint.diagnostics import Applicability, Edit, Fix, Span
 from gradlint.engine import lint_source
+from gradlint.catalogue import CATALOGUE
 from gradlint.fixer import apply_fixes, fix_source
-from gradlint.rules import CATALOGUE, RULES, Finding
+from gradlint.rules import RULES, Finding
 from gradlint.runner import Mode, run
 from gradlint.settings import Settings, default_settings
 from gradlint.writer import FileFix

@@ -11,16 +11,12 @@ from gradlint.diagnostics import Applicability
 from gradlint.engine import lint_source
 from gradlint.fixer import fix_source
 from gradlint.rule_docs import load_doc
-from gradlint.rules import CATALOGUE
+from gradlint.catalogue import CATALOGUE
 from gradlint.settings import Settings
-
-SAFE, UNSAFE = Applicability.SAFE, Applicability.UNSAFE
-
 
 class Case(NamedTuple):
     code: str
     name: str
-    applicability: Applicability
     before: str
     after: str
 
@@ -30,7 +26,7 @@ def only(code: str) -> Settings:
 
 
 CASES = [
-    Case('GL101', 'gl101_gate_amp', SAFE, '''\
+    Case('GL101', 'gl101_gate_amp', '''\
 def train(model, loader, optimizer, scaler, accum_steps):
     for step, (x, y) in enumerate(loader):
         loss = model(x, y) / accum_steps
@@ -56,7 +52,7 @@ def train(model, loader, optimizer, scaler, accum_steps):
             optimizer.zero_grad()
             log(norm)
 '''),
-    Case('GL101', 'gl101_nested_last', SAFE, '''\
+    Case('GL101', 'gl101_nested_last', '''\
 def train(model, get_batch, optimizer, num_updates, accum_steps):
     for update in range(num_updates):
         for micro_step in range(accum_steps):
@@ -81,7 +77,7 @@ def train(model, get_batch, optimizer, num_updates, accum_steps):
         optimizer.step()
         optimizer.zero_grad()
 '''),
-    Case('GL101', 'gl101_accelerate', SAFE, '''\
+    Case('GL101', 'gl101_accelerate', '''\
 def train(model, loader, optimizer):
     accelerator = Accelerator(gradient_accumulation_steps=4)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
@@ -105,7 +101,7 @@ def train(model, loader, optimizer):
             optimizer.step()
             optimizer.zero_grad()
 '''),
-    Case('GL102', 'gl102_scaler_while', SAFE, '''\
+    Case('GL102', 'gl102_scaler_while', '''\
 def train(model, loader, optimizer, scaler, accum, total):
     seen = micro = 0
     while seen < total:
@@ -132,7 +128,7 @@ def train(model, loader, optimizer, scaler, accum, total):
             optimizer.zero_grad()
             micro = 0
 '''),
-    Case('GL103', 'gl103_grad_none', UNSAFE, '''\
+    Case('GL103', 'gl103_grad_none', '''\
 def train(model, loader, optimizer, params, accum):
     for step, (x, y) in enumerate(loader):
         for p in params:
@@ -153,7 +149,7 @@ def train(model, loader, optimizer, params, accum):
                 p.grad = None
             scheduler.step()
 '''),
-    Case('GL103', 'gl103_duplicate', UNSAFE, '''\
+    Case('GL103', 'gl103_duplicate', '''\
 def train(model, loader, optimizer, accum):
     for step, (x, y) in enumerate(loader):
         optimizer.zero_grad()
@@ -171,7 +167,7 @@ def train(model, loader, optimizer, accum):
             optimizer.step()
             optimizer.zero_grad()
 '''),
-    Case('GL103', 'gl103_accelerate_model', UNSAFE, '''\
+    Case('GL103', 'gl103_accelerate_model', '''\
 def train(model, loader, optimizer, scheduler):
     accelerator = Accelerator(gradient_accumulation_steps=4)
     model, optimizer, loader, scheduler = accelerator.prepare(model, optimizer, loader, scheduler)
@@ -194,7 +190,7 @@ def train(model, loader, optimizer, scheduler):
             scheduler.step()
             optimizer.zero_grad()
 '''),
-    Case('GL104', 'gl104_guard', UNSAFE, '''\
+    Case('GL104', 'gl104_guard', '''\
 def train(model, loader, optimizer, scheduler, accum):
     for step, (x, y) in enumerate(loader):
         loss = model(x, y) / accum
@@ -215,7 +211,7 @@ def train(model, loader, optimizer, scheduler, accum):
         scheduler.step()
         optimizer.zero_grad()
 '''),
-    Case('GL201', 'gl201_nested', UNSAFE, '''\
+    Case('GL201', 'gl201_nested', '''\
 def train(model, get_batch, optimizer, num_updates, accum):
     for update in range(num_updates):
         for _ in range(accum):
@@ -232,7 +228,7 @@ def train(model, get_batch, optimizer, num_updates, accum):
         optimizer.step()
         optimizer.zero_grad()
 '''),
-    Case('GL201', 'gl201_final_window', UNSAFE, '''\
+    Case('GL201', 'gl201_final_window', '''\
 def train(model, loader, optimizer, scaler, cfg):
     for step, batch in enumerate(loader):
         loss = model(**batch).loss
@@ -251,7 +247,7 @@ def train(model, loader, optimizer, scaler, cfg):
             scaler.update()
             optimizer.zero_grad()
 '''),
-    Case('GL201', 'gl201_accelerate_arg', UNSAFE, '''\
+    Case('GL201', 'gl201_accelerate_arg', '''\
 def train(model, loader, optimizer, accum):
     for step, batch in enumerate(loader):
         out = model(**batch)
@@ -268,7 +264,7 @@ def train(model, loader, optimizer, accum):
             optimizer.step()
             optimizer.zero_grad()
 '''),
-    Case('GL204', 'gl204_assign', UNSAFE, '''\
+    Case('GL204', 'gl204_assign', '''\
 def train(model, loader, optimizer, args):
     accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
@@ -290,7 +286,7 @@ def train(model, loader, optimizer, args):
             optimizer.step()
             optimizer.zero_grad()
 '''),
-    Case('GL204', 'gl204_inline', UNSAFE, '''\
+    Case('GL204', 'gl204_inline', '''\
 def train(model, loader, optimizer, args):
     accelerator = Accelerator(gradient_accumulation_steps=args.gradient_accumulation_steps)
     model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
@@ -309,7 +305,7 @@ def train(model, loader, optimizer, args):
             optimizer.step()
             optimizer.zero_grad()
 '''),
-    Case('GL301', 'gl301_amp', SAFE, '''\
+    Case('GL301', 'gl301_amp', '''\
 def train(model, loader, optimizer, scaler):
     for x, y in loader:
         loss = model(x, y)
@@ -329,7 +325,7 @@ def train(model, loader, optimizer, scaler):
         scaler.update()
         optimizer.zero_grad()
 '''),
-    Case('GL302', 'gl302_gate', SAFE, '''\
+    Case('GL302', 'gl302_gate', '''\
 def train(model, loader, optimizer, scheduler, accum):
     for i, (x, y) in enumerate(loader):
         (model(x, y) / accum).backward()
@@ -346,7 +342,7 @@ def train(model, loader, optimizer, scheduler, accum):
             scheduler.step()
             optimizer.zero_grad()
 '''),
-    Case('GL303', 'gl303_move', SAFE, '''\
+    Case('GL303', 'gl303_move', '''\
 def train(model, loader, optimizer, scaler):
     for x, y in loader:
         scaler.scale(model(x, y)).backward()
@@ -365,7 +361,7 @@ def train(model, loader, optimizer, scaler):
         scaler.update()
         optimizer.zero_grad()
 '''),
-    Case('GL305', 'gl305_plain', UNSAFE, '''\
+    Case('GL305', 'gl305_plain', '''\
 def train(model, loader, optimizer):
     for x, y in loader:
         loss = model(x, y)
@@ -388,7 +384,7 @@ def train(model, loader, optimizer):
 @pytest.mark.parametrize("case", CASES, ids=lambda c: c.name)
 def test_fix_produces_the_canonical_text(case: Case) -> None:
     [diagnostic] = lint_source(case.before, "train.py", only(case.code))
-    assert diagnostic.fix is not None and diagnostic.fix.applicability is case.applicability
+    assert diagnostic.fix is not None and diagnostic.fix.applicability is CATALOGUE[case.code].fix
     result = fix_source(case.before, "train.py", only(case.code), unsafe=True)
     assert result.text == case.after
     assert [d.code for d in result.fixed] == [case.code]
@@ -401,21 +397,15 @@ def test_fixed_text_is_a_fixpoint(case: Case) -> None:
     assert (again.text, again.fixed) == (case.after, [])
 
 
-@pytest.mark.parametrize("case", [c for c in CASES if c.applicability is UNSAFE], ids=lambda c: c.name)
+@pytest.mark.parametrize("case", [c for c in CASES if CATALOGUE[c.code].fix is Applicability.UNSAFE],
+                         ids=lambda c: c.name)
 def test_unsafe_fixes_need_the_flag(case: Case) -> None:
     result = fix_source(case.before, "train.py", only(case.code), unsafe=False)
     assert (result.text, result.fixed, [d.code for d in result.remaining]) == (case.before, [], [case.code])
 
 
-def test_rule_catalogue_declares_each_fix_applicability() -> None:
-    declared = {code: info.fix for code, info in CATALOGUE.items() if info.fix is not None}
-    assert declared == {
-        "GL101": SAFE, "GL102": SAFE, "GL103": UNSAFE, "GL104": UNSAFE, "GL201": UNSAFE, "GL204": UNSAFE,
-        "GL301": SAFE, "GL302": SAFE, "GL303": SAFE, "GL305": UNSAFE,
-    }
-    for case in CASES:
-        if case.name not in ("gl103_accelerate_model",):
-            assert declared[case.code] is case.applicability
+def test_every_rule_with_a_catalogued_fix_has_a_case() -> None:
+    assert {case.code for case in CASES} == {code for code, info in CATALOGUE.items() if info.fix is not None}
 
 
 def test_fix_json_carries_applicability_message_and_edits() -> None:

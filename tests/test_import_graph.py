@@ -89,3 +89,7 @@ def test_the_graph_sees_lazy_and_type_checking_imports() -> None:
 
 def test_no_import_cycles() -> None:
     assert cycles(import_graph()) == []
+
+
+def test_the_catalogue_is_at_the_bottom() -> None:
+    assert import_graph()["gradlint.catalogue"] <= {"gradlint.diagnostics"}

@@ -6,8 +6,8 @@ import subprocess
 import sys
 from pathlib import Path
 
-from gradlint.rules import CATALOGUE, RULES, SYNTAX_ERROR, UNUSED_SUPPRESSION
-from gradlint.rules.catalogue import RULE_INFOS
+from gradlint.catalogue import CATALOGUE, RULE_INFOS, SYNTAX_ERROR, UNUSED_SUPPRESSION
+from gradlint.rules import RULES
 
 from conftest import ROOT
 from samples import BAD
@@ -24,6 +24,13 @@ def _loaded(code: str, *modules: str) -> list[str]:
     probe = f"import sys\n{code}\nprint('loaded:', *[m for m in {modules!r} if m in sys.modules])"
     result = subprocess.run([sys.executable, "-c", probe], cwd=ROOT, capture_output=True, text=True, check=True)
     return result.stdout.rsplit("loaded:", 1)[1].split()
+
+
+def test_the_catalogue_and_its_readers_load_without_libcst() -> None:
+    readers = ("gradlint.catalogue", "gradlint.settings", "gradlint.suppression", "gradlint.screen",
+               "gradlint.config", "gradlint.rule_docs", "gradlint.reporters.sarif", "gradlint.reporters.machine")
+    code = "\n".join(f"import {module}" for module in readers)
+    assert _loaded(code, "libcst", "gradlint.rules", "gradlint.model.events") == []
 
 
 def test_the_command_line_loads_without_libcst_or_rich() -> None:

@@ -9,7 +9,7 @@ from pathlib import Path
 
 import pytest
 
-from gradlint.rules import CATALOGUE
+from gradlint.catalogue import CATALOGUE
 from samples import BAD, GOOD, gradlint
 
 CLIP = ("torch.nn.utils.clip_grad_norm_() runs on every micro-batch of this accumulation window; clip once on "

@@ -14,8 +14,9 @@ from email.parser import Parser
 from pathlib import Path
 
 import pytest
-
 from conftest import ROOT
+
+from gradlint.catalogue import CATALOGUE
 
 DIST_NAME = "torch-gradlint"
 BAD_LOOP = """\
@@ -56,7 +57,8 @@ def test_wheel_and_sdist_are_named_for_the_free_distribution_name(dist: Path) ->
         names = wheel.namelist()
     assert metadata["Name"] == DIST_NAME
     assert "gradlint = gradlint.cli:main" in entry_points
-    assert "gradlint/docs/GL101.md" in names  # `gradlint rule` reads the documents from the package
+    # `gradlint rule` and the SARIF help read every rule's document from the package
+    assert {f"gradlint/docs/{code}.md" for code in CATALOGUE} <= set(names)
     with tarfile.open(sdist) as archive:
         assert any(member.endswith("/rules/GL101.md") for member in archive.getnames())
 

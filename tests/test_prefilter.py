@@ -10,7 +10,7 @@ import gradlint.engine as engine_module
 import gradlint.prefilter as prefilter
 from gradlint.engine import LoopScan, lint_source, training_loops
 from gradlint.prefilter import EVERYTHING, Verdict, judge, worth_reading
-from gradlint.rules import CATALOGUE
+from gradlint.catalogue import CATALOGUE
 from gradlint.runner import run
 from gradlint.settings import Settings, default_settings
 from samples import BAD

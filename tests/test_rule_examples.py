@@ -9,7 +9,7 @@ import pytest
 
 from conftest import ROOT, lint
 from gradlint.rule_docs import parse_doc
-from gradlint.rules import CATALOGUE
+from gradlint.catalogue import CATALOGUE
 from gradlint.settings import Settings
 
 DOCS = sorted((ROOT / "rules").glob("GL*.md"))

@@ -13,12 +13,11 @@ from collections.abc import Sequence
 import libcst as cst
 
 from gradlint.diagnostics import Edit, Span
-from gradlint.fixes.boundary import Spot
 from gradlint.fixes.layout import Layout, layout_of
+from gradlint.fixes.regions import Spot
 from gradlint.model.events import Event, TrainingLoop
 
 _WRAPPERS = (cst.If, cst.For, cst.While, cst.With)
-_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.SimpleString)
 
 
 def movable(loop: TrainingLoop, event: Event) -> cst.CSTNode | None:
@@ -125,14 +124,6 @@ def delete_statement(loop: TrainingLoop, statement: cst.CSTNode) -> tuple[Edit, 
         return None
     first, last = layout.extent(statement)
     return (Edit(Span(first, 1, last + 1, 1), ""),)
-
-
-def operand(loop: TrainingLoop, node: cst.BaseExpression) -> str:
-    """Source text of ``node``, parenthesized unless it is atomic."""
-    code = loop.unit.code(node).strip()
-    if isinstance(node, _ATOMS) or (node.lpar and node.rpar):
-        return code
-    return f"({code})"
 
 
 def _reindent(lines: list[str], old: str, new: str) -> list[str] | None:

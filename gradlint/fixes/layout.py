@@ -17,7 +17,6 @@ from gradlint.model.unit import UnitModel
 from gradlint.source import python_lines
 
 _LAYOUTS: WeakKeyDictionary[UnitModel, Layout] = WeakKeyDictionary()
-_INDENT = re.compile(r"[ \t]*")
 _LONE_CR = re.compile(r"\r(?!\n)")
 
 
@@ -67,7 +66,8 @@ class Layout:
 
     def indent(self, line: int) -> str:
         """The leading whitespace of file line ``line``."""
-        return _INDENT.match(self.line(line)).group(0)
+        text = self.line(line)
+        return text[: len(text) - len(text.lstrip(" \t"))]
 
     def block_of(self, statement: cst.CSTNode) -> cst.IndentedBlock | None:
         """The indented block ``statement`` is a direct child of, if any."""
@@ -80,11 +80,12 @@ class Layout:
 
     def top_statement(self, node: cst.CSTNode, block: cst.IndentedBlock) -> cst.CSTNode | None:
         """The direct child of ``block`` that holds ``node`` (or None if outside it)."""
-        while node is not None:
-            parent = self.parent(node)
+        current: cst.CSTNode | None = node
+        while current is not None:
+            parent = self.parent(current)
             if parent is block:
-                return node
-            node = parent
+                return current
+            current = parent
         return None
 
     def extent(self, statement: cst.CSTNode) -> tuple[int, int]:

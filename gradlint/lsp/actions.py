@@ -6,11 +6,11 @@ from collections.abc import Sequence
 
 from lsprotocol import types
 
+from gradlint.catalogue import SYNTAX_ERROR
 from gradlint.diagnostics import Applicability, Edit, Span
 from gradlint.lsp.convert import SOURCE, fix_from_data, lsp_edits, lsp_text_edit
 from gradlint.lsp.noqa import add_code
 from gradlint.lsp.positions import split_lines
-from gradlint.rules import SYNTAX_ERROR
 
 FIX_ALL = "source.fixAll.gradlint"
 
@@ -44,7 +44,7 @@ class ActionBuilder:
         if diagnostic.source != SOURCE:
             return None
         fix = fix_from_data(diagnostic.data, self.version)
-        if fix is None or fix.applicability is Applicability.DISPLAY_ONLY:
+        if fix is None:
             return None
         safe = fix.applicability is Applicability.SAFE
         title = f"{fix.message} ({diagnostic.code})" if safe else f"{fix.message} ({diagnostic.code}, unsafe fix)"

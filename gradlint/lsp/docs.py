@@ -4,14 +4,12 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from gradlint.rule_docs import docs_dir, load_doc
+from gradlint.rule_docs import doc_path, load_doc
 
 
 def rule_doc_path(code: str) -> Path | None:
     """The installed (or checked-out) Markdown document of rule ``code``, if there is one."""
-    folder = docs_dir()
-    path = folder / f"{code.upper()}.md" if folder else None
-    return path if path is not None and path.is_file() else None
+    return doc_path(code.upper())
 
 
 def rule_doc(code: str) -> str | None:

@@ -5,10 +5,10 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gradlint.model.boundary import after_guard, find_gates, iterable_of, loop_index, zero_based
 from gradlint.model.collect import Collector, Resolver
 from gradlint.model.events import Event, Gate, Place, Role, Shape, TrainingLoop
-from gradlint.model.gates import is_final_condition, read_gate
+from gradlint.model.gate_search import after_guard, epoch_length, find_gates, iterable_of, loop_index, zero_based
+from gradlint.model.gate_tests import is_final_condition, read_gate
 from gradlint.model.scopes import find_scopes
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
@@ -38,7 +38,7 @@ def _place(
     unit: UnitModel, collector: Collector, root: cst.CSTNode, micro: list[cst.CSTNode], events: list[Event]
 ) -> TrainingLoop:
     """Decide the shape of one scope and where each of its events runs."""
-    accumulate = [w for w, owner, _ in collector.withs if _is_accumulate(owner, w) and _contains(events, w)]
+    accumulate = [w.node for w in collector.withs if _is_accumulate(w.unit, w.node) and _contains(events, w.node)]
     gates = find_gates(collector, root, events, bool(accumulate))
     if accumulate:
         shape = Shape.ACCELERATE
@@ -48,9 +48,9 @@ def _place(
         shape = Shape.NESTED
     else:
         shape = Shape.PLAIN
-    sync_blocks = [w for w, owner, _ in collector.withs if _is_sync_context(owner, w)]
-    manages_sync = any(w is root or any(a is root for a in chain) for w, _, chain in collector.withs
-                       if any(w is b for b in sync_blocks))
+    sync_blocks = [w.node for w in collector.withs if _is_sync_context(w.unit, w.node)]
+    manages_sync = any(w.node is root or w.inside(root) for w in collector.withs
+                       if any(w.node is b for b in sync_blocks))
     stepping = {id(e) for e in events if _keyword_gated(e, collector)}
     for event in events:
         event.place = Place.BOUNDARY if id(event) in stepping and shape is not Shape.PLAIN else (
@@ -58,14 +58,15 @@ def _place(
         event.no_sync = any(event.inside(w) for w in sync_blocks)
     for gate in gates:
         gate.zero_based = zero_based(unit, gate, root, events)
+        gate.epoch_length = epoch_length(unit, gate, root)
         gate.restarts_each_epoch = gate.count_bound is not None or (
             isinstance(root, cst.For) and gate.counter is not None and loop_index(unit, root, any_start=True) == gate.counter
         )
     gate_nodes = [g.node for g in gates]
     cadence = set(collector.reported)
-    for node, _, _ in collector.ifs:
-        if not any(node is g for g in gate_nodes):
-            cadence |= names_in(node.test)
+    for site in collector.ifs:
+        if not any(site.node is g for g in gate_nodes):
+            cadence |= names_in(site.node.test)
     loop = TrainingLoop(root=root, unit=unit, shape=shape, events=events, gates=gates,
                         micro_loops=micro, accumulate_blocks=accumulate,
                         iterates_loader=_iterates_loader(unit, root), cadence_names=frozenset(cadence),
@@ -86,7 +87,7 @@ def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:
                 return True
         name = dotted(expr.func if isinstance(expr, cst.Call) else expr)
         for value in unit.bound_values(name) if name else []:
-            if any(word in unit.code(value) for word in _SYNC_CONTEXTS):
+            if any(word in unit.text_of(value) for word in _SYNC_CONTEXTS):
                 return True
     return False
 
@@ -107,14 +108,15 @@ def _tail_guarded(unit: UnitModel, collector: Collector, root: cst.CSTNode, gate
     that skips the epoch's tail: no window is ever short (ConvNeXt's
     ``if step >= num_training_steps_per_epoch: continue``)."""
     backward_lines = [_line_in(unit, e) for e in collector.events if e.role is Role.BACKWARD and e.inside(root)]
-    for node, ancestors, owner in collector.ifs:
-        if any(node is g for g in gate_nodes) or not any(a is root for a in ancestors):
+    for site in collector.ifs:
+        node, owner = site.node, site.unit
+        if any(node is g for g in gate_nodes) or not site.inside(root):
             continue
         if not backward_lines or owner.span(node).line > min(backward_lines):
             continue  # a guard after the backward (`if step == max_steps: break`) skips nothing
         last = node.body.body[-1] if node.body.body else None
         leaves = isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], (cst.Continue, cst.Break))
-        if leaves and is_final_condition(node.test, owner.code):
+        if leaves and is_final_condition(node.test, owner.text_of):
             return True
     return False
 
@@ -132,7 +134,7 @@ def _iterates_loader(unit: UnitModel, root: cst.CSTNode) -> bool:
     """A ``for`` over a finite data loader (not ``range``/``count``), or a ``while`` that
     drains one (``while i < len(loader)``, ``next(it)`` until ``StopIteration``)."""
     if isinstance(root, cst.While):
-        return "len(" in unit.code(root.test) or "StopIteration" in unit.code(root.body)
+        return "len(" in unit.text_of(root.test) or "StopIteration" in unit.text_of(root.body)
     if not isinstance(root, cst.For):
         return False
     source = iterable_of(unit, root)
@@ -148,11 +150,12 @@ def _iterates_loader(unit: UnitModel, root: cst.CSTNode) -> bool:
 def _keyword_gated(event: Event, collector: Collector) -> bool:
     """A fused call that steps only when its keyword test (``update_grad=(i + 1) % N == 0``)
     reads as an update gate."""
-    if event.gated_by is None or event.unit is None:
+    gated_by = event.record.gated_by
+    if gated_by is None:
         return False
     owner, loop_unit = event.unit, collector.home
-    test = read_gate(event.gated_by, lambda n: owner.single_value(n) or loop_unit.single_value(n),
-                     collector.counters, owner.code)
+    test = read_gate(gated_by, lambda n: owner.single_value(n) or loop_unit.single_value(n),
+                     collector.counters, owner.text_of)
     return test is not None and test.update_when
 
 

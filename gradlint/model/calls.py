@@ -3,11 +3,10 @@
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass
 
 import libcst as cst
 
-from gradlint.model.events import Role
+from gradlint.model.events import Role, RoleRecord
 from gradlint.model.syntax import dotted, first_arg, receiver_text
 from gradlint.names import CLIP_FUNCTIONS, FRAMEWORK_CLIP_METHODS, Kind
 from gradlint.screen import ModuleFacts
@@ -17,28 +16,18 @@ _STEPPERS = (Kind.OPTIMIZER, Kind.ENGINE, Kind.ENGINE_PART)
 _NATIVE_SCALER = re.compile(r"^loss_scaler$")
 
 
-@dataclass(frozen=True)
-class CallRole:
-    """The role of a call and what it acts on."""
-
-    role: Role
-    receiver: str | None = None
-    kind: Kind | None = None
-    target: str | None = None
-    loss: cst.BaseExpression | None = None
-    framework: str | None = None
-    closure: bool = False
-    metric: bool = False
-    fused_step: str | None = None  # the optimizer a fused backward+step call steps
-    update_when: cst.BaseExpression | None = None  # the test that decides whether it steps
-
-
-def classify(call: cst.Call, facts: ModuleFacts) -> CallRole | None:
-    """The role of ``call``, judged from its callee, receiver bindings and names."""
-    func = call.func
+def classify(call: cst.Call, facts: ModuleFacts) -> tuple[RoleRecord, ...]:
+    """The roles of ``call`` (none, one, or a fused backward and step), judged from its
+    callee, receiver bindings and names."""
     native = _native_scaler_call(call)
     if native is not None:
         return native
+    found = _classify(call, facts)
+    return (found,) if found is not None else ()
+
+
+def _classify(call: cst.Call, facts: ModuleFacts) -> RoleRecord | None:
+    func = call.func
     if isinstance(func, cst.Name):
         return _classify_function(call, func.value, facts)
     if not isinstance(func, cst.Attribute):
@@ -49,60 +38,60 @@ def classify(call: cst.Call, facts: ModuleFacts) -> CallRole | None:
     if attr == "backward":
         return _classify_backward(call, func, receiver, kind, facts)
     if attr == "manual_backward":
-        return CallRole(Role.BACKWARD, receiver, kind, loss=first_arg(call), framework="lightning")
+        return RoleRecord(Role.BACKWARD, receiver, kind, loss=first_arg(call), framework="lightning")
     if attr == "step":
         return _classify_step(call, receiver, kind)
     if attr == "zero_grad":
-        return CallRole(Role.ZERO_GRAD, receiver, kind)
+        return RoleRecord(Role.ZERO_GRAD, receiver, kind)
     if attr == "unscale_" and kind is Kind.SCALER:
-        return CallRole(Role.UNSCALE, receiver, kind, target=dotted(first_arg(call)))
+        return RoleRecord(Role.UNSCALE, receiver, kind, target=dotted(first_arg(call)))
     if attr == "update" and kind is Kind.SCALER:
-        return CallRole(Role.SCALER_UPDATE, receiver, kind)
+        return RoleRecord(Role.SCALER_UPDATE, receiver, kind)
     if attr in FRAMEWORK_CLIP_METHODS and (kind in _FRAMEWORK_OF or receiver == "self"):
-        framework = _FRAMEWORK_OF.get(kind, "lightning")
-        return CallRole(Role.CLIP, receiver, kind, framework=framework)
+        framework = _FRAMEWORK_OF.get(kind, "lightning") if kind is not None else "lightning"
+        return RoleRecord(Role.CLIP, receiver, kind, framework=framework)
     if attr in CLIP_FUNCTIONS:
         return _classify_function(call, dotted(func) or attr, facts)
     if attr == "zero_" and isinstance(func.value, cst.Attribute) and func.value.attr.value == "grad":
-        return CallRole(Role.ZERO_GRAD, receiver)
+        return RoleRecord(Role.ZERO_GRAD, receiver)
     return None
 
 
-def _classify_function(call: cst.Call, name: str, facts: ModuleFacts) -> CallRole | None:
+def _classify_function(call: cst.Call, name: str, facts: ModuleFacts) -> RoleRecord | None:
     qualified = facts.qualified(name)
     last = qualified.rsplit(".", 1)[-1]
     if last in CLIP_FUNCTIONS:
-        return CallRole(Role.CLIP, None, framework="torch")
+        return RoleRecord(Role.CLIP, None, framework="torch")
     if qualified in ("torch.autograd.backward", "autograd.backward"):
-        return CallRole(Role.BACKWARD, loss=first_arg(call))
+        return RoleRecord(Role.BACKWARD, loss=first_arg(call))
     return None
 
 
 def _classify_backward(
     call: cst.Call, func: cst.Attribute, receiver: str | None, kind: Kind | None, facts: ModuleFacts
-) -> CallRole:
+) -> RoleRecord:
     arg = first_arg(call)
     if kind in _FRAMEWORK_OF and arg is not None:
-        return CallRole(Role.BACKWARD, receiver, kind, loss=arg, framework=_FRAMEWORK_OF[kind])
+        return RoleRecord(Role.BACKWARD, receiver, kind, loss=arg, framework=_FRAMEWORK_OF[kind])
     if receiver and facts.qualified(receiver) in ("torch.autograd", "autograd"):
-        return CallRole(Role.BACKWARD, loss=arg)
-    return CallRole(Role.BACKWARD, loss=func.value)
+        return RoleRecord(Role.BACKWARD, loss=arg)
+    return RoleRecord(Role.BACKWARD, loss=func.value)
 
 
-def _classify_step(call: cst.Call, receiver: str | None, kind: Kind | None) -> CallRole | None:
+def _classify_step(call: cst.Call, receiver: str | None, kind: Kind | None) -> RoleRecord | None:
     if kind is Kind.SCALER:
-        return CallRole(Role.STEP, receiver, kind, target=dotted(first_arg(call)))
+        return RoleRecord(Role.STEP, receiver, kind, target=dotted(first_arg(call)))
     if kind in _STEPPERS:
         closure = any(a.keyword is None or a.keyword.value == "closure" for a in call.args)
         framework = "deepspeed" if kind is Kind.ENGINE else None
-        return CallRole(Role.STEP, receiver, kind, target=receiver, closure=closure, framework=framework)
+        return RoleRecord(Role.STEP, receiver, kind, target=receiver, closure=closure, framework=framework)
     if kind in (Kind.SCHEDULER, Kind.METRIC_SCHEDULER):
         metric = kind is Kind.METRIC_SCHEDULER or bool(call.args)
-        return CallRole(Role.SCHEDULER_STEP, receiver, kind, metric=metric)
+        return RoleRecord(Role.SCHEDULER_STEP, receiver, kind, metric=metric)
     return None
 
 
-def _native_scaler_call(call: cst.Call) -> CallRole | None:
+def _native_scaler_call(call: cst.Call) -> tuple[RoleRecord, RoleRecord] | None:
     """timm / MAE / DeiT's ``loss_scaler(loss, optimizer, clip_grad=..., parameters=...,
     update_grad=<test>)``: scales and backpropagates the loss on every call, and unscales,
     clips and steps the optimizer when ``update_grad`` (``need_update``) holds."""
@@ -116,5 +105,6 @@ def _native_scaler_call(call: cst.Call) -> CallRole | None:
     if loss is None or optimizer is None:
         return None
     update = keywords.get("update_grad", keywords.get("need_update"))
-    return CallRole(Role.BACKWARD, name, loss=loss, framework="native-scaler",
-                    fused_step=dotted(optimizer), update_when=update)
+    stepped = dotted(optimizer)
+    return (RoleRecord(Role.BACKWARD, name, loss=loss, framework="native-scaler"),
+            RoleRecord(Role.STEP, stepped, Kind.OPTIMIZER, target=stepped, framework="native-scaler", gated_by=update))

@@ -5,20 +5,35 @@ from __future__ import annotations
 
 import re
 from collections.abc import Callable
+from dataclasses import dataclass
+from typing import Generic, TypeVar
 
 import libcst as cst
 
 from gradlint.model.calls import classify
-from gradlint.model.events import Event, Role
+from gradlint.model.events import Event, Role, RoleRecord
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
-from gradlint.names import Kind
 
 LOOPS = (cst.For, cst.While)
 _INLINE_DEPTH = 2
 Resolver = Callable[[cst.Call, UnitModel], "UnitModel | None"]
 _SCOPES_SKIPPED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _CADENCE_CALL = re.compile(r"log|save|checkpoint|eval|add_scalar|print|wandb|write|report|step", re.I)
+N = TypeVar("N", bound=cst.CSTNode)
+
+
+@dataclass(frozen=True)
+class Site(Generic[N]):
+    """A loop, ``if`` or ``with`` the collector met: the node, its ancestors and its unit."""
+
+    node: N
+    ancestors: tuple[cst.CSTNode, ...]
+    unit: UnitModel
+
+    def inside(self, node: cst.CSTNode) -> bool:
+        """Whether ``node`` encloses this site."""
+        return any(a is node for a in self.ancestors)
 
 
 class Collector(cst.CSTVisitor):
@@ -32,12 +47,12 @@ class Collector(cst.CSTVisitor):
     def __init__(self, unit: UnitModel, resolve: Resolver | None = None) -> None:
         self.unit = unit  # the unit being walked (a followed helper's, during the detour)
         self.home = unit  # the unit whose loops are being built
-        self.resolve = resolve
+        self.resolver = resolve
         self._chain: list[UnitModel] = [unit]
         self.events: list[Event] = []
-        self.loops: list[tuple[cst.CSTNode, UnitModel]] = []
-        self.ifs: list[tuple[cst.If, tuple[cst.CSTNode, ...], UnitModel]] = []
-        self.withs: list[tuple[cst.With, UnitModel, tuple[cst.CSTNode, ...]]] = []
+        self.loops: list[Site[cst.For | cst.While]] = []
+        self.ifs: list[Site[cst.If]] = []
+        self.withs: list[Site[cst.With]] = []
         self.counters: set[str] = set()
         self.reported: set[str] = set()
         self.callees: list[tuple[str, tuple[cst.CSTNode, ...]]] = []
@@ -50,11 +65,11 @@ class Collector(cst.CSTVisitor):
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             self._statement = node
         if isinstance(node, LOOPS):
-            self.loops.append((node, self.unit))
+            self.loops.append(Site(node, tuple(self._stack), self.unit))
         elif isinstance(node, cst.If):
-            self.ifs.append((node, tuple(self._stack), self.unit))
+            self.ifs.append(Site(node, tuple(self._stack), self.unit))
         elif isinstance(node, cst.With):
-            self.withs.append((node, self.unit, tuple(self._stack)))
+            self.withs.append(Site(node, tuple(self._stack), self.unit))
         elif isinstance(node, cst.Call):
             self._call(node)
             self._report_call(node)
@@ -67,23 +82,19 @@ class Collector(cst.CSTVisitor):
         if self._stack and self._stack[-1] is original_node:
             self._stack.pop()
 
-    def _add(self, role: Role, node: cst.CSTNode, **details: object) -> None:
+    def _add(self, record: RoleRecord, node: cst.CSTNode) -> None:
         statement = node if isinstance(node, cst.BaseCompoundStatement) else self._statement or node
-        self.events.append(Event(role, node, statement, ancestors=tuple(self._stack), unit=self.unit, **details))
+        self.events.append(Event(record, node, statement, self.unit, ancestors=tuple(self._stack)))
 
     def _call(self, call: cst.Call) -> None:
         found = classify(call, self.unit.facts)
-        if found is None:
-            callee = self.resolve(call, self.unit) if self.resolve and len(self._chain) <= _INLINE_DEPTH else None
+        if not found:
+            callee = self.resolver(call, self.unit) if self.resolver and len(self._chain) <= _INLINE_DEPTH else None
             if callee is not None and all(callee is not u for u in self._chain):
                 self._inline(call, callee)
             return
-        self._add(found.role, call, receiver=found.receiver, kind=found.kind, target=found.target,
-                  loss=found.loss, framework=found.framework, closure=found.closure,
-                  metric=found.metric)
-        if found.fused_step is not None:
-            self._add(Role.STEP, call, receiver=found.fused_step, kind=Kind.OPTIMIZER, target=found.fused_step,
-                      framework=found.framework, gated_by=found.update_when)
+        for record in found:
+            self._add(record, call)
 
     def _inline(self, call: cst.Call, callee: UnitModel) -> None:
         saved = (self.unit, self._stack, self._statement)
@@ -112,14 +123,14 @@ class Collector(cst.CSTVisitor):
             self._record(name, line, node)
             if isinstance(node.operator, cst.AddAssign) and isinstance(node.value, cst.Integer):
                 self.counters.add(name)
-                self._add(Role.COUNTER, node, receiver=name)
+                self._add(RoleRecord(Role.COUNTER, name), node)
             return
         targets = [t.target for t in node.targets] if isinstance(node, cst.Assign) else [node.target]
         for target in targets:
             if isinstance(target, cst.Attribute) and target.attr.value == "require_backward_grad_sync":
-                self._add(Role.SYNC_TOGGLE, node, receiver=dotted(target.value))
-            if _is_grad_reset(target, node.value):
-                self._add(Role.ZERO_GRAD, self._zeroing_loop(target) or node, receiver=dotted(target))
+                self._add(RoleRecord(Role.SYNC_TOGGLE, dotted(target.value)), node)
+            if isinstance(target, cst.Attribute) and _is_grad_reset(target, node.value):
+                self._add(RoleRecord(Role.ZERO_GRAD, dotted(target)), self._zeroing_loop(target) or node)
             name = dotted(target)
             if name is not None and node.value is not None:
                 self._record(name, line, node.value)
@@ -137,11 +148,6 @@ class Collector(cst.CSTVisitor):
         return None
 
 
-def _is_grad_reset(target: cst.BaseExpression, value: cst.BaseExpression | None) -> bool:
-    """``p.grad = None`` (or ``p.grad = torch.zeros_like(...)``)."""
-    return (
-        isinstance(target, cst.Attribute)
-        and target.attr.value == "grad"
-        and isinstance(value, cst.Name)
-        and value.value == "None"
-    )
+def _is_grad_reset(target: cst.Attribute, value: cst.BaseExpression | None) -> bool:
+    """``p.grad = None``."""
+    return target.attr.value == "grad" and isinstance(value, cst.Name) and value.value == "None"

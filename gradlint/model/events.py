@@ -11,11 +11,14 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from functools import cached_property
 from typing import TYPE_CHECKING
 
 import libcst as cst
 
 from gradlint.diagnostics import Span
+from gradlint.model.loss import LossTrace, trace_loss
+from gradlint.model.syntax import dotted, first_arg
 from gradlint.names import Kind
 
 if TYPE_CHECKING:
@@ -56,13 +59,11 @@ class Shape(str, Enum):
     ACCELERATE = "accelerate"  # `with accelerator.accumulate(model):`
 
 
-@dataclass(eq=False)
-class Event:
-    """One call or statement with a role in the skeleton."""
+@dataclass(frozen=True)
+class RoleRecord:
+    """What the collector found a call (or statement) to do: its role and what it acts on."""
 
     role: Role
-    node: cst.CSTNode
-    statement: cst.CSTNode
     receiver: str | None = None
     kind: Kind | None = None
     target: str | None = None
@@ -70,13 +71,55 @@ class Event:
     framework: str | None = None
     closure: bool = False
     metric: bool = False
-    no_sync: bool = False  # inside `no_sync()`, `no_backward_sync()` or `accumulate()`
     gated_by: cst.BaseExpression | None = None  # a keyword test deciding whether the call steps
-    order: int = 0
+
+
+@dataclass(eq=False)
+class Event:
+    """One call or statement with a role in the skeleton: the collector's record, where it
+    stands, and (once the loop is built) where it runs."""
+
+    record: RoleRecord
+    node: cst.CSTNode
+    statement: cst.CSTNode
+    unit: UnitModel  # where the node lives (a called helper's unit when followed)
     ancestors: tuple[cst.CSTNode, ...] = ()
-    place: Place = Place.EVERY
+    order: int = 0
     span: Span = Span(0, 0, 0, 0)
-    unit: UnitModel | None = None  # where the node lives (a called helper's unit when followed)
+    place: Place = Place.EVERY
+    no_sync: bool = False  # inside `no_sync()`, `no_backward_sync()` or `accumulate()`
+
+    @property
+    def role(self) -> Role:
+        return self.record.role
+
+    @property
+    def receiver(self) -> str | None:
+        return self.record.receiver
+
+    @property
+    def kind(self) -> Kind | None:
+        return self.record.kind
+
+    @property
+    def target(self) -> str | None:
+        return self.record.target
+
+    @property
+    def loss(self) -> cst.BaseExpression | None:
+        return self.record.loss
+
+    @property
+    def framework(self) -> str | None:
+        return self.record.framework
+
+    @property
+    def closure(self) -> bool:
+        return self.record.closure
+
+    @property
+    def metric(self) -> bool:
+        return self.record.metric
 
     def inside(self, node: cst.CSTNode) -> bool:
         """Whether ``node`` encloses this event."""
@@ -86,6 +129,41 @@ class Event:
     def engine_owned(self) -> bool:
         """DeepSpeed engines own scaling, clipping and the update boundary."""
         return self.kind in (Kind.ENGINE, Kind.ENGINE_PART)
+
+    @cached_property
+    def loss_trace(self) -> LossTrace:
+        """Where the loss of a backward call comes from and how it is scaled."""
+        return trace_loss(self.unit, self.loss, self.span.line)
+
+    @property
+    def framework_divides(self) -> bool:
+        """A backward that divides the loss by N itself: DeepSpeed's ``engine.backward``, or
+        ``accelerator.backward`` under ``Accelerator(gradient_accumulation_steps=N)``."""
+        if self.framework == "deepspeed":
+            return True
+        return self.framework == "accelerate" and self.unit.facts.accelerator_accumulates
+
+    @property
+    def amp_scaled(self) -> bool:
+        """The backward's loss goes through a loss-scaling call (``scaler.scale(loss)``)."""
+        return self.loss is not None and any(_callee_name(call).endswith("scale") for call in _calls_in(self.loss))
+
+    @property
+    def unscaled_loss(self) -> cst.BaseExpression | None:
+        """The loss before AMP scaling: ``loss`` in ``scaler.scale(loss).backward()``, else the
+        backward's loss (None when a ``scale()`` call has no argument)."""
+        loss = self.loss
+        if isinstance(loss, cst.Call) and isinstance(loss.func, cst.Attribute) and loss.func.attr.value == "scale":
+            return first_arg(loss)
+        return loss
+
+    @property
+    def receiver_node(self) -> cst.BaseExpression | None:
+        """What a method call is made on: ``model`` in ``model.zero_grad()``."""
+        node = self.node
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute):
+            return node.func.value
+        return None
 
 
 @dataclass(eq=False)
@@ -103,6 +181,7 @@ class Gate:
     final_branch: bool = False
     zero_based: bool = False  # the counter is 0 on the first micro-batch of the epoch
     restarts_each_epoch: bool = False  # the loop's own enumerate index, or a `count == N` window
+    epoch_length: cst.BaseExpression | None = None  # `len(loader)` in `... or i + 1 == len(loader)`
 
 
 @dataclass(eq=False)
@@ -209,9 +288,45 @@ class TrainingLoop:
                 return block
         return None
 
+    def accumulating_accelerator(self, event: Event) -> str | None:
+        """The accelerator whose ``accumulate()`` block holds ``event``, as written."""
+        block = self.in_accumulate(event)
+        for item in block.items if block is not None else ():
+            call = item.item
+            if isinstance(call, cst.Call) and isinstance(call.func, cst.Attribute) and call.func.attr.value == "accumulate":
+                return dotted(call.func.value)
+        return None
+
+    @cached_property
+    def calls_zeroing(self) -> bool:
+        """The loop calls a function that may zero the gradients (named for it, or one of the
+        module's functions that does)."""
+        zeroing = self.unit.facts.zeroing_functions
+        return any("zero" in name or name in zeroing for name in self.callees)
+
     def factor_code(self) -> str | None:
         """The accumulation factor N as source text, when the loop shows it."""
-        return self.unit.code(self.factor) if self.factor is not None else None
+        return self.unit.text_of(self.factor) if self.factor is not None else None
+
+
+def _calls_in(node: cst.CSTNode) -> list[cst.Call]:
+    """Every call inside ``node`` (``node`` itself included)."""
+    found: list[cst.Call] = []
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            found.append(call)
+
+    node.visit(_Calls())
+    return found
+
+
+def _callee_name(call: cst.Call) -> str:
+    """The last name of what ``call`` calls: ``scale`` for ``scaler.scale(loss)``."""
+    func = call.func
+    if isinstance(func, cst.Attribute):
+        return func.attr.value
+    return func.value if isinstance(func, cst.Name) else ""
 
 
 def _leaves(block: cst.IndentedBlock) -> bool:

@@ -22,6 +22,9 @@ _PASS_THROUGH = frozenset({"mean", "sum", "float", "double", "half", "to", "sque
 _DIVIDING_CALLS = frozenset({"div", "div_", "true_divide", "divide"})
 _MULTIPLYING_CALLS = frozenset({"mul", "mul_", "multiply"})
 _SCALING_WORDS = ("accum", "num_items", "micro", "n_acc", "acc_steps", "grad_acc")
+_ACCUMULATION_WORDS = ("accum", "grad_acc", "gas", "micro")
+_TOKEN_COUNT_WORDS = ("token", "num_items", "valid", "numel", "ntok", "n_tok", "num_tgt", "mask")
+_TOKEN_LOSSES = ("cross_entropy", "crossentropy", "nll_loss", "criterion", "loss_fn", "lm_loss")
 _MAX_DEPTH = 8
 
 
@@ -33,14 +36,23 @@ class Scaling(str, Enum):
     UNKNOWN = "unknown"
 
 
+@dataclass(frozen=True)
+class Divisor:
+    """An amount the loss is divided by on its way to the backward call."""
+
+    node: cst.BaseExpression
+    text: str  # as written, outer parentheses dropped
+    counts_tokens: bool  # named like a count of valid tokens (`num_tokens`, `mask.sum()`)
+    names_accumulation: bool  # named like the accumulation factor (`grad_accum_steps`)
+
+
 @dataclass
 class LossTrace:
-    """The verdict plus the divisors met on the way and the calls the loss comes from."""
+    """The verdict, the divisors met on the way, and whether the loss is a per-token mean."""
 
     scaling: Scaling
-    divisors: list[cst.BaseExpression] = field(default_factory=list)
-    origins: list[cst.Call] = field(default_factory=list)
-    model_output: bool = False  # read as `outputs.loss` / `outputs["loss"]` (a model's own loss)
+    divisors: list[Divisor] = field(default_factory=list)
+    token_mean: bool = False  # evidence that the loss is a mean over masked tokens
 
 
 def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> LossTrace:
@@ -49,7 +61,29 @@ def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> L
     if expr is None:
         return LossTrace(Scaling.UNKNOWN)
     scaling = tracer.trace(expr, line, 0)
-    return LossTrace(scaling, tracer.divisors, tracer.origins, tracer.model_output)
+    divisors = [_divisor(unit, node) for node in tracer.divisors]
+    origins = [unit.text_of(call) for call in tracer.origins]
+    return LossTrace(scaling, divisors, _token_mean(unit, origins, tracer.model_output))
+
+
+def _divisor(unit: UnitModel, node: cst.BaseExpression) -> Divisor:
+    text = unit.text_of(node).strip()
+    low = text.lower()
+    return Divisor(node, text.strip("()"), any(w in low for w in _TOKEN_COUNT_WORDS),
+                   any(w in low for w in _ACCUMULATION_WORDS))
+
+
+def _token_mean(unit: UnitModel, origins: list[str], model_output: bool) -> bool:
+    """Evidence of a mean over masked tokens in the calls the loss comes from (``origins``):
+    ``ignore_index``, or a token loss (or a model's own ``outputs.loss``, ``model_output``) in
+    a module that masks labels with -100; never with ``reduction="sum"``."""
+    if any("reduction" in code for code in origins):
+        return False
+    if any("ignore_index" in code for code in origins):
+        return True
+    if not unit.facts.token_masking:
+        return False
+    return model_output or any("labels" in code or any(w in code.lower() for w in _TOKEN_LOSSES) for code in origins)
 
 
 def _combine(verdicts: list[Scaling]) -> Scaling:

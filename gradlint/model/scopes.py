@@ -24,8 +24,8 @@ def find_scopes(unit: UnitModel, collector: Collector, events: list[Event]) -> l
     per-batch function; a loop that looks like a micro-batch loop promotes to its parent.
     A complete training loop inside a called helper is that helper's own scope, and the
     caller's loops around it are not training loops (``fit`` calling ``train_epoch``)."""
-    loops = [loop for loop, _ in collector.loops]
-    own = {id(loop) for loop, owner in collector.loops if owner is unit} | {id(unit.root)}
+    loops: list[cst.CSTNode] = [site.node for site in collector.loops]
+    own = {id(site.node) for site in collector.loops if site.unit is unit} | {id(unit.root)}
     both = [loop for loop in loops if _has(events, loop, Role.BACKWARD) and _has(events, loop, Role.STEP)]
     innermost = [loop for loop in both if not any(o is not loop and _encloses(loop, o, events) for o in both)]
     scopes: list[tuple[cst.CSTNode, list]] = []
@@ -79,7 +79,7 @@ def _is_micro_header(unit: UnitModel, loop: cst.CSTNode) -> bool:
     """``for micro_step in ...``, ``for _ in range(accum_steps)``, ``for mb in micro_batches``."""
     if not isinstance(loop, cst.For):
         return False
-    if _MICRO_HEADER.search(unit.code(loop.target)):
+    if _MICRO_HEADER.search(unit.text_of(loop.target)):
         return True
     source = loop.iter
     if isinstance(source, cst.Call) and dotted(source.func) == "range" and len(source.args) == 1:

@@ -50,7 +50,7 @@ class UnitModel:
             rng.end.column + 1,
         )
 
-    def code(self, node: cst.CSTNode) -> str:
+    def text_of(self, node: cst.CSTNode) -> str:
         """Source text of ``node`` as written."""
         return self.module.code_for_node(node)
 

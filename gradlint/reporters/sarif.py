@@ -10,9 +10,9 @@ from typing import Any, TextIO
 from urllib.parse import quote
 
 from gradlint import __version__
+from gradlint.catalogue import CATALOGUE, RuleInfo
 from gradlint.diagnostics import Diagnostic, Edit, Severity, Span
 from gradlint.rule_docs import load_doc
-from gradlint.rules import CATALOGUE, RuleInfo
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/gradlint/"

@@ -20,7 +20,6 @@ _CONTEXT = 2  # source lines shown above and below a finding
 _FIX_LABEL = {
     Applicability.SAFE: "fix (safe, applied by --fix)",
     Applicability.UNSAFE: "fix (unsafe, applied by --fix --unsafe-fixes)",
-    Applicability.DISPLAY_ONLY: "suggested change (not applied automatically)",
 }
 
 

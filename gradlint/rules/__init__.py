@@ -1,26 +1,62 @@
-"""The rule registry: every rule gradlint knows, by code.
-
-``CATALOGUE`` (codes, names, severities) loads without libcst; ``RULES`` (the rule classes,
-which need it) loads on first use, so a run answered from the cache never imports libcst.
-"""
+"""The rules: one module per catalogued code, each holding its rule class (the check and the
+fix it offers) and its own ``VALID`` / ``INVALID`` examples. Importing them loads libcst;
+the catalogue (:mod:`gradlint.catalogue`) does not."""
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from types import ModuleType
 
-from gradlint.rules.base import Finding, Rule, RuleInfo
-from gradlint.rules.catalogue import CATALOGUE, SYNTAX_ERROR, UNUSED_SUPPRESSION
+from gradlint.rules import (
+    gl101_clip_per_micro_batch,
+    gl102_step_per_micro_batch,
+    gl103_zero_grad_per_micro_batch,
+    gl104_scheduler_per_micro_batch,
+    gl105_counter_per_micro_batch,
+    gl201_missing_accumulation_scaling,
+    gl202_fixed_divisor_partial_window,
+    gl203_mean_of_means,
+    gl204_double_accumulation_scaling,
+    gl301_clip_after_step,
+    gl302_scheduler_before_optimizer,
+    gl303_clip_before_unscale,
+    gl304_missing_zero_grad,
+    gl305_zero_grad_before_step,
+    gl401_dropped_final_window,
+    gl402_unsynced_accumulation,
+    gl403_off_by_one_gate,
+)
+from gradlint.rules.base import Finding, Rule
 
-if TYPE_CHECKING:
-    from gradlint.rules.registry import RULES
+RULE_MODULES: tuple[ModuleType, ...] = (
+    gl101_clip_per_micro_batch,
+    gl102_step_per_micro_batch,
+    gl103_zero_grad_per_micro_batch,
+    gl104_scheduler_per_micro_batch,
+    gl105_counter_per_micro_batch,
+    gl201_missing_accumulation_scaling,
+    gl202_fixed_divisor_partial_window,
+    gl203_mean_of_means,
+    gl204_double_accumulation_scaling,
+    gl301_clip_after_step,
+    gl302_scheduler_before_optimizer,
+    gl303_clip_before_unscale,
+    gl304_missing_zero_grad,
+    gl305_zero_grad_before_step,
+    gl401_dropped_final_window,
+    gl402_unsynced_accumulation,
+    gl403_off_by_one_gate,
+)
+"""Every rule module, in code order."""
 
 
-def __getattr__(name: str) -> Any:
-    if name == "RULES":
-        from gradlint.rules.registry import RULES
+def rule_of(module: ModuleType) -> Rule:
+    """An instance of the one :class:`Rule` subclass ``module`` defines."""
+    [rule] = [value for value in vars(module).values()
+              if isinstance(value, type) and issubclass(value, Rule) and value.__module__ == module.__name__]
+    return rule()
 
-        return RULES
-    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
+RULES: dict[str, Rule] = {rule.info.code: rule for rule in map(rule_of, RULE_MODULES)}
+"""The rule of every catalogued training-loop code, in code order."""
 
-__all__ = ["CATALOGUE", "RULES", "SYNTAX_ERROR", "UNUSED_SUPPRESSION", "Finding", "Rule", "RuleInfo"]
+__all__ = ["RULES", "RULE_MODULES", "Finding", "Rule", "rule_of"]

@@ -1,15 +1,16 @@
-"""The rule interface: metadata plus a check over one training loop."""
+"""The rule interface: catalogue metadata, a check over one training loop, and examples."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, ClassVar
+from typing import ClassVar, Concatenate, ParamSpec
 
-from gradlint.diagnostics import Applicability, Fix, Severity, Span
+from gradlint.catalogue import RuleInfo
+from gradlint.diagnostics import Edit, Fix, Span
+from gradlint.model.events import TrainingLoop
 
-if TYPE_CHECKING:  # the loop model needs libcst; the catalogue (RuleInfo) must load without it
-    from gradlint.model.events import TrainingLoop
+P = ParamSpec("P")
 
 
 @dataclass(frozen=True)
@@ -22,22 +23,42 @@ class Finding:
 
 
 @dataclass(frozen=True)
-class RuleInfo:
-    """A rule's catalogue entry (code, name, severity, summary, fix applicability)."""
+class Change:
+    """What a fix builder proposes: a message and its edits (the rule's catalogue entry
+    gives the applicability)."""
 
-    code: str
-    name: str
-    severity: Severity
-    summary: str
-    fix: Applicability | None = None
-    default: bool = True
+    message: str
+    edits: tuple[Edit, ...] | None  # None: the edit cannot be made without guessing
+
+
+@dataclass(frozen=True)
+class Invalid:
+    """An example a rule reports: the source, the (line, code) findings it must give, and
+    where the rule fixes it, the text after its fix."""
+
+    source: str
+    expected: tuple[tuple[int, str], ...]
+    fixed: str | None = None
 
 
 class Rule:
     """A rule reads the loop model and yields findings; it never walks syntax itself."""
 
     info: ClassVar[RuleInfo]
+    VALID: ClassVar[tuple[str, ...]] = ()
+    INVALID: ClassVar[tuple[Invalid, ...]] = ()
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         """Findings for one training loop."""
         raise NotImplementedError
+
+    def fix(self, build: Callable[Concatenate[TrainingLoop, P], Change | None], loop: TrainingLoop,
+            *args: P.args, **kwargs: P.kwargs) -> Fix | None:
+        """The fix ``build(loop, *args)`` proposes, with this rule's catalogued applicability. Edits are made
+        in the loop's own unit: a loop that trains through a helper it calls (events in
+        another function) gets no fix rather than a cross-function move."""
+        applicability = self.info.fix
+        if applicability is None or not loop.single_unit:
+            return None
+        change = build(loop, *args, **kwargs)
+        return Fix(applicability, change.message, change.edits) if change is not None and change.edits else None

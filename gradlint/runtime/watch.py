@@ -9,7 +9,7 @@ import warnings
 from collections.abc import Callable, Iterable
 from typing import Any
 
-from gradlint.runtime import clipping
+import gradlint.runtime.clipping as clipping
 from gradlint.runtime.errors import Finding, Site, TrainingLoopError, TrainingLoopWarning
 from gradlint.runtime.sites import skip_package, user_site
 from gradlint.runtime.window import Window

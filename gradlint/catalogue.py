@@ -1,14 +1,35 @@
-"""The rule catalogue: code, name, severity, summary, fix and default of every rule.
+"""The rule catalogue: code, name, severity, summary, fix applicability, default selection
+and document of every code gradlint reports.
 
-Apart from the rules' code (which needs libcst), so that settings, reports and a run
-answered from the cache load without it. Each rule class takes its ``info`` from here
-(tests/test_light_imports.py checks that every catalogued rule has exactly one class).
+It sits at the bottom of the import graph (it needs only :mod:`gradlint.diagnostics`), so
+settings, suppressions, the screen, reporters, the language server and a run answered from
+the cache read it without loading libcst. Each rule class takes its ``info`` from here, and
+its fix takes the applicability stated here.
 """
 
 from __future__ import annotations
 
+from dataclasses import dataclass
+
 from gradlint.diagnostics import Applicability, Severity
-from gradlint.rules.base import RuleInfo
+
+
+@dataclass(frozen=True)
+class RuleInfo:
+    """A rule's catalogue entry."""
+
+    code: str
+    name: str
+    severity: Severity
+    summary: str
+    fix: Applicability | None = None  # the applicability of the fix the rule offers, if any
+    default: bool = True  # selected when the configuration names no rules
+
+    @property
+    def doc(self) -> str:
+        """The file name of the rule's document (``GL101.md``) in the rule-docs folder."""
+        return f"{self.code}.md"
+
 
 SYNTAX_ERROR = RuleInfo("GL000", "syntax-error", Severity.ERROR,
                         "The file holds training-loop text but cannot be read or parsed.")

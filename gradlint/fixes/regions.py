@@ -54,7 +54,9 @@ def boundary_region(loop: TrainingLoop, layout: Layout) -> Region | None:
     """The region that runs once per update in a gated or nested loop, if one is targetable."""
     if loop.shape is Shape.GATED:
         gate = loop.primary_gate
-        block = gate.update_branch if gate is not None else None
+        if gate is None:
+            return None
+        block = gate.update_branch
         if block is not None and block not in loop.unit.positions:
             return None  # the gate is in a helper function the loop calls
         if not isinstance(block, cst.IndentedBlock):

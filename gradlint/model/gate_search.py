@@ -7,7 +7,7 @@ import libcst as cst
 
 from gradlint.model.collect import Collector
 from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role, TrainingLoop
-from gradlint.model.gates import GateTest, Lookup, read_gate
+from gradlint.model.gate_tests import GateTest, Lookup, read_gate
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 
@@ -17,10 +17,11 @@ _ZERO_BASED_PARAMS = frozenset({"batch_idx", "batch_nb", "batch_index", "batch_n
 def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], accelerate: bool) -> list[Gate]:
     """The ``if`` statements inside ``root`` that separate the boundary from the body."""
     gates: list[Gate] = []
-    for node, ancestors, owner in collector.ifs:
-        if not any(a is root for a in ancestors) and node is not root:
+    for site in collector.ifs:
+        node, ancestors, owner = site.node, site.ancestors, site.unit
+        if not site.inside(root) and node is not root:
             continue
-        test = read_gate(node.test, _lookup(owner, collector.home), collector.counters, owner.code)
+        test = read_gate(node.test, _lookup(owner, collector.home), collector.counters, owner.text_of)
         if test is None:
             continue
         gate = _gate(owner, node, ancestors, test)
@@ -150,3 +151,25 @@ def iterable_of(unit: UnitModel, loop: cst.For) -> cst.BaseExpression:
     while isinstance(source, cst.Call) and dotted(source.func) in ("tqdm", "tqdm.tqdm", "tqdm.auto.tqdm") and source.args:
         source = source.args[0].value
     return source
+
+
+def epoch_length(unit: UnitModel, gate: Gate, root: cst.CSTNode) -> cst.BaseExpression | None:
+    """``len(loader)`` from ``(i + 1) % N == 0 or i + 1 == len(loader)`` over
+    ``for i, batch in enumerate(loader)``, the only final-window form whose window size
+    follows from the counter alone."""
+    if not (gate.offset_one and gate.modulus is not None and isinstance(root, cst.For)):
+        return None
+    source, target = root.iter, root.target
+    if not (isinstance(source, cst.Call) and dotted(source.func) == "enumerate" and len(source.args) == 1
+            and isinstance(target, cst.Tuple) and dotted(target.elements[0].value) == gate.counter):
+        return None
+    test = gate.node.test
+    operands = [test.left, test.right] if isinstance(test, cst.BooleanOperation) else []
+    for expr in operands:
+        if isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1 \
+                and isinstance(expr.comparisons[0].operator, cst.Equal):
+            sides = [expr.left, expr.comparisons[0].comparator]
+            for side, other in (sides, sides[::-1]):
+                if unit.text_of(side).replace(" ", "").strip("()") == f"{gate.counter}+1":
+                    return other
+    return None

@@ -1,12 +1,12 @@
-"""GL401, GL403: counted gates that lose or shift micro-batches."""
+"""GL401 dropped-final-window: a counted gate with no final-window branch."""
 
 from __future__ import annotations
 
 from collections.abc import Iterator
 
+from gradlint.catalogue import CATALOGUE
 from gradlint.model.events import TrainingLoop
-from gradlint.rules.base import Finding, Rule
-from gradlint.rules.catalogue import CATALOGUE
+from gradlint.rules.base import Finding, Invalid, Rule
 
 
 class DroppedFinalWindow(Rule):
@@ -26,15 +26,25 @@ class DroppedFinalWindow(Rule):
                       "micro-batches of each epoch are dropped (or leak into the next epoch's first update); "
                       "also step on the last batch: `or step + 1 == len(loader)`")
 
-
-class OffByOneGate(Rule):
-    info = CATALOGUE["GL403"]
-
-    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
-        gate = loop.primary_gate
-        if gate is None or gate.modulus is None or not gate.zero_based or not loop.accumulating:
-            return
-        counter = gate.counter
-        yield Finding(gate.span, f"`{counter}` is 0 on the first micro-batch, so `{counter} % N == 0` steps "
-                      "after a single micro-batch and every later window is shifted; test "
-                      f"`({counter} + 1) % N == 0`")
+    VALID = (
+        """\
+def train(model, loader, optimizer, accum_steps, epochs):
+    for epoch in range(epochs):
+        for step, (x, y) in enumerate(loader):
+            (model(x, y) / accum_steps).backward()
+            if (step + 1) % accum_steps == 0 or step + 1 == len(loader):
+                optimizer.step()
+                optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps, epochs):
+    for epoch in range(epochs):
+        for step, (x, y) in enumerate(loader):
+            (model(x, y) / accum_steps).backward()
+            if (step + 1) % accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+""", ((5, "GL401"),)),
+    )

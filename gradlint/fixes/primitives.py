@@ -1,0 +1,139 @@
+"""The edits fixes are made of: find a spot (the canonical place in the update region, or
+next to an anchor), then move, insert, remove, wrap or rewrite.
+
+Rules decide what a fix does and call these; each returns edits in file coordinates, or
+None when the edit cannot be made without guessing (see :mod:`gradlint.fixes.edits`).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from typing import Literal
+
+import libcst as cst
+
+from gradlint.diagnostics import Edit
+from gradlint.fixes import edits
+from gradlint.fixes.layout import layout_of
+from gradlint.fixes.regions import Region, Spot, after, before, boundary_region, canonical_spot, index_in
+from gradlint.model.events import Event, Role, TrainingLoop
+
+Edits = tuple[Edit, ...]
+_ATOMS = (cst.Name, cst.Attribute, cst.Call, cst.Subscript, cst.Integer, cst.Float, cst.SimpleString)
+
+
+def update_region(loop: TrainingLoop) -> Region | None:
+    """The statements that run once per update (a gate's branch, after a micro-batch loop)."""
+    return boundary_region(loop, layout_of(loop.unit))
+
+
+def block_region(loop: TrainingLoop, event: Event) -> Region | None:
+    """The whole block that holds ``event``'s statement."""
+    statement = edits.movable(loop, event)
+    block = layout_of(loop.unit).block_of(statement) if statement is not None else None
+    return Region(block) if block is not None else None
+
+
+def in_region(loop: TrainingLoop, region: Region, event: Event) -> bool:
+    """Whether ``event`` runs in ``region``."""
+    top = layout_of(loop.unit).top_statement(event.node, region.block)
+    return top is not None and index_in(region.block, top) >= region.start
+
+
+def canonical(loop: TrainingLoop, region: Region, role: Role, moved: Sequence[Event]) -> Spot:
+    """Where work of ``role`` goes in ``region`` (unscale, clip, step, scaler update, then
+    zero_grad and the scheduler), ignoring the ``moved`` events' current places."""
+    return canonical_spot(loop, layout_of(loop.unit), region, role, moved)
+
+
+def next_to(loop: TrainingLoop, anchor: Event, where: Literal["before", "after"],
+            within: Event | None = None) -> Spot | None:
+    """Just before or after the statement that holds ``anchor`` in the block of ``within``'s
+    statement (default: ``anchor``'s own statement)."""
+    layout = layout_of(loop.unit)
+    statement = edits.movable(loop, within or anchor)
+    block = layout.block_of(statement) if statement is not None else None
+    top = layout.top_statement(anchor.node, block) if block is not None else None
+    if block is None or top is None:
+        return None
+    return before(layout, top, block) if where == "before" else after(layout, top, block)
+
+
+def move(loop: TrainingLoop, events: Sequence[Event], spot: Spot | None, new_lines: Sequence[str] = ()) -> Edits | None:
+    """Move the statements of ``events`` (in order) to ``spot``, after the ``new_lines``."""
+    if spot is None:
+        return None
+    statements: list[cst.CSTNode] = []
+    for event in events:
+        statement = edits.movable(loop, event)
+        if statement is None:
+            return None
+        if not any(s is statement for s in statements):
+            statements.append(statement)
+    return edits.move_statements(loop, statements, spot, new_lines) or None
+
+
+def insert(loop: TrainingLoop, spot: Spot | None, code: str) -> Edits | None:
+    """Insert the one-line statement ``code`` at ``spot``."""
+    return edits.insert_statement(loop, spot, code) if spot is not None else None
+
+
+def remove(loop: TrainingLoop, event: Event) -> Edits | None:
+    """Delete the statement that carries ``event``."""
+    statement = edits.movable(loop, event)
+    return edits.delete_statement(loop, statement) if statement is not None else None
+
+
+def wrap(loop: TrainingLoop, event: Event, header: str) -> Edits | None:
+    """Put the statement that carries ``event`` under the compound ``header``."""
+    statement = edits.movable(loop, event)
+    return edits.wrap_statement(loop, statement, header) if statement is not None else None
+
+
+def replace(loop: TrainingLoop, node: cst.CSTNode, content: str) -> Edits | None:
+    """Replace the text of ``node`` with ``content``."""
+    return edits.replace_node(loop, node, content)
+
+
+def operand(loop: TrainingLoop, node: cst.BaseExpression) -> str:
+    """Source text of ``node``, parenthesized unless it is atomic."""
+    code = loop.unit.text_of(node).strip()
+    if isinstance(node, _ATOMS) or (node.lpar and node.rpar):
+        return code
+    return f"({code})"
+
+
+def divide(loop: TrainingLoop, expr: cst.BaseExpression, divisor: str) -> Edits | None:
+    """Rewrite ``expr`` as ``expr / divisor``, parenthesized where it is a method's receiver
+    (``(loss / N).backward()``); a parenthesized ``expr`` keeps its parentheses."""
+    parent = layout_of(loop.unit).parent(expr)
+    receiver = isinstance(parent, cst.Attribute) and parent.value is expr
+    # the span of a parenthesized expression lies inside its parentheses, which stay
+    divided = f"{operand(loop, expr.with_changes(lpar=(), rpar=()))} / {divisor}"
+    return replace(loop, expr, f"({divided})" if receiver and not expr.lpar else divided)
+
+
+def undivide(loop: TrainingLoop, divisor: cst.BaseExpression) -> Edits | None:
+    """Drop the division by ``divisor``: ``loss = loss / N`` and ``loss /= N`` go, ``x / N``
+    becomes ``x``."""
+    layout = layout_of(loop.unit)
+    parent = layout.parent(divisor)
+    if isinstance(parent, cst.AugAssign) and isinstance(parent.operator, cst.DivideAssign):
+        return _delete_simple(loop, parent)
+    if not (isinstance(parent, cst.BinaryOperation) and isinstance(parent.operator, cst.Divide)
+            and parent.right is divisor):
+        return None
+    left = loop.unit.text_of(parent.left).strip()
+    assign = layout.parent(parent)
+    if isinstance(assign, cst.Assign) and len(assign.targets) == 1 and assign.value is parent \
+            and loop.unit.text_of(assign.targets[0].target).strip() == left:
+        return _delete_simple(loop, assign)
+    return replace(loop, parent, left)
+
+
+def _delete_simple(loop: TrainingLoop, small: cst.CSTNode) -> Edits | None:
+    """Delete the line of ``small`` when it is that line's only statement."""
+    statement = layout_of(loop.unit).parent(small)
+    if not isinstance(statement, cst.SimpleStatementLine) or len(statement.body) != 1:
+        return None
+    return edits.delete_statement(loop, statement)

@@ -1,0 +1,107 @@
+"""GL101 clip-per-micro-batch: gradient clipping on every micro-batch of a window."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.fixes import primitives as edit
+from gradlint.model.events import Event, Place, Role, TrainingLoop
+from gradlint.names import Kind
+from gradlint.rules.base import Change, Finding, Invalid, Rule
+from gradlint.rules.readers import call_text, per_micro_batch, quoted, scaler_unscale, sole_step, step_text, steps_of
+
+
+class ClipPerMicroBatch(Rule):
+    info = CATALOGUE["GL101"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        for event in per_micro_batch(loop, Role.CLIP):
+            where = ("under `if accelerator.sync_gradients:`" if loop.in_accumulate(event)
+                     else f"at the update boundary, just before {step_text(loop)}")
+            yield Finding(event.span, f"{call_text(loop, event)} runs on every micro-batch of this "
+                          f"accumulation window; clip once on the accumulated gradient, {where}",
+                          self.fix(_clip_once, loop, event))
+
+    VALID = (
+        """\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer):
+    for x, y in loader:
+        model(x, y).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((4, "GL101"),), fixed="""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+        Invalid("""\
+def train(model, loader, optimizer, accelerator):
+    for batch in loader:
+        with accelerator.accumulate(model):
+            accelerator.backward(model(**batch).loss)
+            accelerator.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((5, "GL101"),), fixed="""\
+def train(model, loader, optimizer, accelerator):
+    for batch in loader:
+        with accelerator.accumulate(model):
+            accelerator.backward(model(**batch).loss)
+            if accelerator.sync_gradients:
+                accelerator.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+    )
+
+
+def _clip_once(loop: TrainingLoop, clip: Event) -> Change | None:
+    """Move the clip to the boundary, after ``scaler.unscale_`` (added when a GradScaler
+    steps and none exists) and just before the step; inside ``accelerator.accumulate()``,
+    put it under ``if accelerator.sync_gradients:``."""
+    if loop.in_accumulate(clip) is not None:
+        accelerator = clip.receiver if clip.framework == "accelerate" else loop.accumulating_accelerator(clip)
+        if accelerator is None:
+            return None
+        header = f"if {accelerator}.sync_gradients:"
+        return Change(f"Clip only when gradients are synchronized (`{header}`)", edit.wrap(loop, clip, header))
+    region = edit.update_region(loop)
+    steps = steps_of(loop)
+    if region is None or not steps or not all(edit.in_region(loop, region, s) for s in steps):
+        return None
+    if any(s.kind is Kind.SCALER for s in steps) and sole_step(loop) is None:
+        return None  # which optimizer to unscale (and whether a scaler exists) is a guess
+    unscales = [e for e in loop.of(Role.UNSCALE) if e.place is Place.MICRO and e.order < clip.order]
+    at_boundary = any(edit.in_region(loop, region, e) for e in loop.of(Role.UNSCALE))
+    moved = [*unscales, clip]
+    unscale = scaler_unscale(loop)
+    new_lines = (unscale,) if unscale and not unscales and not at_boundary else ()
+    what = "unscale and clip" if new_lines or unscales else "clip"
+    return Change(f"Move {quoted(loop, clip)} to the update boundary ({what} once, just before the step)",
+                   edit.move(loop, moved, edit.canonical(loop, region, Role.CLIP, moved), new_lines))

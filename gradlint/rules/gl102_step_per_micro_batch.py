@@ -1,0 +1,70 @@
+"""GL102 step-per-micro-batch: the optimizer steps on every micro-batch of a window."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.fixes import primitives as edit
+from gradlint.model.events import Event, Place, Role, TrainingLoop
+from gradlint.rules.base import Change, Finding, Invalid, Rule
+from gradlint.rules.readers import call_text, per_micro_batch, quoted
+
+
+class StepPerMicroBatch(Rule):
+    info = CATALOGUE["GL102"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        for event in per_micro_batch(loop, Role.STEP):
+            if loop.accelerate_skips(event):
+                continue
+            yield Finding(event.span, f"{call_text(loop, event)} runs on every micro-batch of this "
+                          "accumulation window; step once per update, at the update boundary",
+                          self.fix(_step_once, loop, event))
+
+    VALID = (
+        """\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, accelerator):
+    for batch in loader:
+        with accelerator.accumulate(model):
+            accelerator.backward(model(**batch).loss)
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        optimizer.step()
+        if (step + 1) % accum_steps == 0:
+            optimizer.zero_grad()
+""", ((4, "GL102"),), fixed="""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+    )
+
+
+def _step_once(loop: TrainingLoop, step: Event) -> Change | None:
+    """Move the step (and a per-micro-batch ``scaler.update()``) to the boundary."""
+    region = edit.update_region(loop)
+    if region is None:
+        return None
+    updates = [e for e in loop.of(Role.SCALER_UPDATE) if e.place is Place.MICRO]
+    moved = sorted([step, *updates], key=lambda e: e.order)
+    return Change(f"Move {quoted(loop, step)} to the update boundary",
+                  edit.move(loop, moved, edit.canonical(loop, region, Role.STEP, moved)))

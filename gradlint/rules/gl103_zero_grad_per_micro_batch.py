@@ -1,0 +1,92 @@
+"""GL103 zero-grad-per-micro-batch: gradients zeroed between backward calls of one window."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.fixes import primitives as edit
+from gradlint.model.events import Event, Role, TrainingLoop
+from gradlint.names import Kind
+from gradlint.rules.base import Change, Finding, Invalid, Rule
+from gradlint.rules.readers import call_text, per_micro_batch, quoted, sole_step, step_text, steps_of
+
+
+class ZeroGradPerMicroBatch(Rule):
+    info = CATALOGUE["GL103"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        for event in per_micro_batch(loop, Role.ZERO_GRAD):
+            if loop.accelerate_skips(event):
+                continue
+            yield Finding(event.span, f"{call_text(loop, event)} runs between backward calls of one "
+                          "accumulation window and wipes the gradients accumulated so far; zero once per "
+                          f"update, right after {step_text(loop)}",
+                          self.fix(_zero_once, loop, event))
+
+    VALID = (
+        """\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        optimizer.zero_grad()
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+""", ((3, "GL103"),), fixed="""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+    )
+
+
+def _zero_once(loop: TrainingLoop, zero: Event) -> Change | None:
+    """Move zero_grad to the boundary, after the step, or remove it when the boundary already
+    zeroes the same gradients (unsafe: code between the two places may read ``.grad`` per
+    micro-batch on purpose)."""
+    if loop.in_accumulate(zero) is not None:
+        return _zero_after_accumulated_step(loop, zero)
+    region = edit.update_region(loop)
+    steps = steps_of(loop)
+    if region is None or not steps or not all(edit.in_region(loop, region, s) for s in steps):
+        return None
+    if any(e is not zero and edit.in_region(loop, region, e) and e.receiver == zero.receiver
+           and e.node.__class__ is zero.node.__class__ for e in loop.of(Role.ZERO_GRAD)):
+        return Change(f"Remove {quoted(loop, zero)}: the update boundary already zeroes the gradients",
+                      edit.remove(loop, zero))
+    return Change(f"Move {quoted(loop, zero)} to the update boundary, after the step",
+                  edit.move(loop, [zero], edit.canonical(loop, region, Role.ZERO_GRAD, [zero])))
+
+
+def _zero_after_accumulated_step(loop: TrainingLoop, zero: Event) -> Change | None:
+    """Inside ``accelerator.accumulate()``: the prepared optimizer's zero_grad belongs after
+    its step (Accelerate skips it until the boundary); the model's own zero_grad after the
+    step becomes the optimizer's (assumes the optimizer holds the model's parameters)."""
+    step = sole_step(loop)
+    region = edit.block_region(loop, zero)
+    if step is None or region is None or not edit.in_region(loop, region, step):
+        return None
+    if zero.kind is Kind.OPTIMIZER:
+        return Change(f"Move {quoted(loop, zero)} after {quoted(loop, step)}",
+                      edit.move(loop, [zero], edit.canonical(loop, region, Role.ZERO_GRAD, [zero])))
+    optimizer = step.target
+    if zero.order < step.order or optimizer is None or step.kind is not Kind.OPTIMIZER:
+        return None
+    receiver = zero.receiver_node
+    if receiver is None:
+        return None
+    return Change(f"Zero through the prepared optimizer: `{optimizer}.zero_grad()`",
+                  edit.replace(loop, receiver, optimizer))

@@ -1,0 +1,81 @@
+"""GL104 scheduler-per-micro-batch: the LR scheduler advances on every micro-batch."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.fixes import primitives as edit
+from gradlint.model.events import Event, Role, TrainingLoop
+from gradlint.rules.base import Change, Finding, Invalid, Rule
+from gradlint.rules.readers import call_text, per_micro_batch, quoted, step_text, steps_of
+
+
+class SchedulerPerMicroBatch(Rule):
+    info = CATALOGUE["GL104"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        for event in per_micro_batch(loop, Role.SCHEDULER_STEP):
+            if event.metric or loop.accelerate_skips(event):
+                continue
+            yield Finding(event.span, f"{call_text(loop, event)} advances the LR schedule on every "
+                          "micro-batch (warmup and decay run N times too fast); step it once per update, "
+                          f"right after {step_text(loop)}",
+                          self.fix(_schedule_once, loop, event))
+
+    VALID = (
+        """\
+def train(model, loader, optimizer, scheduler, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, plateau, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y) / accum_steps
+        loss.backward()
+        plateau.step(loss)
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer, scheduler, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        scheduler.step()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((4, "GL104"),), fixed="""\
+def train(model, loader, optimizer, scheduler, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+"""),
+    )
+
+
+def _schedule_once(loop: TrainingLoop, scheduler: Event) -> Change | None:
+    """Move the scheduler step to the boundary, after the optimizer step, or remove it when the
+    boundary already advances the same scheduler, so it never steps twice per update (unsafe:
+    the schedule's horizon may be counted in micro-batches)."""
+    region = edit.update_region(loop)
+    steps = steps_of(loop)
+    if region is None or not steps or not all(edit.in_region(loop, region, s) for s in steps):
+        return None
+    if any(e is not scheduler and edit.in_region(loop, region, e) and e.receiver == scheduler.receiver
+           for e in loop.of(Role.SCHEDULER_STEP)):
+        return Change(f"Remove {quoted(loop, scheduler)}: the update boundary already advances it",
+                      edit.remove(loop, scheduler))
+    return Change(f"Move {quoted(loop, scheduler)} to the update boundary, after the optimizer step",
+                  edit.move(loop, [scheduler], edit.canonical(loop, region, Role.SCHEDULER_STEP, [scheduler])))

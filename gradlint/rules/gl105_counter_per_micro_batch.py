@@ -1,0 +1,65 @@
+"""GL105 counter-per-micro-batch: a step counter advanced per micro-batch drives cadence."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.model.events import Role, TrainingLoop
+from gradlint.names import counts_updates
+from gradlint.rules.base import Finding, Invalid, Rule
+from gradlint.rules.readers import per_micro_batch
+
+
+class CounterPerMicroBatch(Rule):
+    info = CATALOGUE["GL105"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        gate_counters = {g.counter for g in loop.gates}
+        for event in per_micro_batch(loop, Role.COUNTER):
+            name = event.receiver or ""
+            if name in gate_counters or not counts_updates(name) or name not in loop.cadence_names:
+                continue
+            yield Finding(event.span, f"`{name}` advances on every micro-batch but is used as an optimizer-step "
+                          "count (eval, checkpoint, logging or LR cadence run N times too often); "
+                          "increment it once per update, at the update boundary")
+
+    VALID = (
+        """\
+def train(model, loader, optimizer, accum_steps):
+    global_step = 0
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+            global_step += 1
+            if global_step % 100 == 0:
+                evaluate(model)
+""",
+        """\
+def train(model, loader, optimizer, accum_steps):
+    samples_seen = 0
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        samples_seen += 1
+        log(samples_seen)
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps):
+    global_step = 0
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        global_step += 1
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+        if global_step % 100 == 0:
+            evaluate(model)
+""", ((5, "GL105"),)),
+    )

@@ -1,0 +1,101 @@
+"""GL201 missing-accumulation-scaling: the loss of a window is not divided by N."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.fixes import primitives as edit
+from gradlint.model.events import Event, Role, Shape, TrainingLoop
+from gradlint.model.loss import Scaling
+from gradlint.rules.base import Change, Finding, Invalid, Rule
+from gradlint.rules.readers import per_micro_batch
+
+
+class MissingAccumulationScaling(Rule):
+    info = CATALOGUE["GL201"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        factor = loop.factor_code()
+        if factor is None or loop.shape is Shape.ACCELERATE:
+            return
+        for event in per_micro_batch(loop, Role.BACKWARD):
+            if event.framework_divides or event.loss_trace.scaling is not Scaling.UNSCALED:
+                continue
+            yield Finding(event.span, f"this loss is backpropagated on each of {factor} micro-batches without "
+                          f"division, so the gradient (and the effective learning rate) is {factor} times too "
+                          f"large; divide the loss by {factor} (or by the window's valid-token count) before backward",
+                          self.fix(_divide_loss, loop, event))
+
+    VALID = (
+        """\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y) / accum_steps
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((4, "GL201"),), fixed="""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        (loss / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+        Invalid("""\
+def train(model, loader, optimizer, scaler, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        scaler.scale(model(x, y)).backward()
+        if (step + 1) % accum_steps == 0 or step + 1 == len(loader):
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+""", ((3, "GL201"),), fixed="""\
+def train(model, loader, optimizer, scaler, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        scaler.scale(model(x, y) / min(accum_steps, len(loader) - step + step % accum_steps)).backward()
+        if (step + 1) % accum_steps == 0 or step + 1 == len(loader):
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+"""),
+    )
+
+
+def _divide_loss(loop: TrainingLoop, backward: Event) -> Change | None:
+    """Divide the loss inside the backward call (inside ``scaler.scale(...)``) by the window's
+    size, leaving the logged loss as it was (unsafe: assumes every micro-batch weighs the
+    same and, with a final partial window, that the loader has ``len()``)."""
+    loss, divisor = backward.unscaled_loss, _window_size(loop)
+    if loss is None or divisor is None:
+        return None
+    return Change(f"Divide the loss by {divisor.strip('()')}", edit.divide(loop, loss, divisor))
+
+
+def _window_size(loop: TrainingLoop) -> str | None:
+    """N, or for a gate that also steps on the epoch's last micro-batch, the size of the
+    window the micro-batch is in, when the epoch's length is known."""
+    if loop.factor is None:
+        return None
+    n = edit.operand(loop, loop.factor)
+    gate = loop.primary_gate
+    if gate is None or not gate.final_branch:
+        return n
+    if gate.epoch_length is None:
+        return n  # GL202 then asks for the window's actual size
+    total = edit.operand(loop, gate.epoch_length)
+    return f"min({n}, {total} - {gate.counter} + {gate.counter} % {n})"

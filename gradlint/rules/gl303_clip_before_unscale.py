@@ -1,0 +1,92 @@
+"""GL303 clip-before-unscale: under a GradScaler, gradients clipped while still scaled."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.fixes import primitives as edit
+from gradlint.model.events import Event, Place, Role, TrainingLoop
+from gradlint.names import Kind
+from gradlint.rules.base import Change, Finding, Invalid, Rule
+from gradlint.rules.readers import call_text, engine_loop, last_backwards, quoted, scaler_unscale, steps_of
+
+
+class ClipBeforeUnscale(Rule):
+    info = CATALOGUE["GL303"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        if engine_loop(loop):
+            return
+        unscaling = [e for e in loop.of(Role.UNSCALE, Role.STEP) if e.role is Role.UNSCALE or e.kind is Kind.SCALER]
+        for clip in loop.of(Role.CLIP):
+            if clip.framework != "torch":
+                continue  # accelerator / fabric / Lightning clipping unscales first
+            for backward in last_backwards(loop, clip):
+                if not _scaled(loop, backward):
+                    continue
+                if any(loop.flows(backward, u) and loop.flows(u, clip) for u in unscaling):
+                    continue  # unscale_(), or scaler.step() which unscales (a clip after it is GL301's)
+                yield Finding(clip.span, f"{call_text(loop, clip)} clips gradients that the GradScaler still "
+                              "multiplies by the loss scale, so the threshold means nothing; call "
+                              "scaler.unscale_(optimizer) first, in the same update",
+                              self.fix(_unscale_first, loop, clip))
+                break
+
+    VALID = (
+        """\
+def train(model, loader, optimizer, scaler):
+    for x, y in loader:
+        scaler.scale(model(x, y)).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer, scaler):
+    for x, y in loader:
+        scaler.scale(model(x, y)).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+""", ((4, "GL303"),), fixed="""\
+def train(model, loader, optimizer, scaler):
+    for x, y in loader:
+        scaler.scale(model(x, y)).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()
+        optimizer.zero_grad()
+"""),
+    )
+
+
+def _scaled(loop: TrainingLoop, backward: Event) -> bool:
+    """AMP on this backward's path: its loss goes through a ``scale(...)`` call, or a
+    GradScaler call runs on the same path."""
+    return backward.amp_scaled or any(e.kind is Kind.SCALER and not loop.exclusive(e, backward) for e in loop.events)
+
+
+def _unscale_first(loop: TrainingLoop, clip: Event) -> Change | None:
+    """Unscale just before the clip: move a later ``unscale_`` of the same update there,
+    else insert ``scaler.unscale_(optimizer)``."""
+    if clip.place is Place.MICRO:
+        return None  # unscaling per micro-batch raises; GL101's fix unscales at the boundary
+    if any(e.order < clip.order and not e.closure for e in loop.of(Role.STEP)
+           if not any(e.order < b.order < clip.order for b in loop.of(Role.BACKWARD))):
+        return None  # the clip runs after the step: GL301's fix moves it and unscales
+    step = next((e for e in steps_of(loop) if e.order > clip.order and e.kind is Kind.SCALER), None)
+    unscale = scaler_unscale(loop, step) if step is not None else None
+    spot = edit.next_to(loop, clip, "before")
+    if unscale is None or spot is None:
+        return None
+    later = [e for e in loop.of(Role.UNSCALE) if e.order > clip.order]
+    if later:
+        return Change(f"Move `{unscale}` before {quoted(loop, clip)}", edit.move(loop, later[:1], spot))
+    return Change(f"Insert `{unscale}` before {quoted(loop, clip)}", edit.insert(loop, spot, unscale))

@@ -1,0 +1,51 @@
+"""GL304 missing-zero-grad: backward and step every update, but gradients never zeroed."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.model.events import Role, Shape, TrainingLoop
+from gradlint.rules.base import Finding, Invalid, Rule
+from gradlint.rules.readers import call_text, engine_loop, update_steps
+
+
+class MissingZeroGrad(Rule):
+    info = CATALOGUE["GL304"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        steps = update_steps(loop)
+        if not steps or engine_loop(loop) or not loop.of(Role.BACKWARD) or loop.of(Role.ZERO_GRAD):
+            return
+        if loop.shape is Shape.PLAIN and loop.root is loop.unit.root:
+            return  # a per-batch function: the caller may zero the gradients
+        if loop.calls_zeroing:
+            return
+        yield Finding(steps[0].span, f"{call_text(loop, steps[0])} runs every update but gradients are never "
+                      "zeroed in this loop, so each update adds all previous gradients again; call "
+                      "optimizer.zero_grad() once per update, after the step")
+
+    VALID = (
+        """\
+def train(model, loader, optimizer):
+    for x, y in loader:
+        model(x, y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer):
+    for x, y in loader:
+        model(x, y).backward()
+        optimizer.step()
+        zero_all_grads(model)
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer):
+    for x, y in loader:
+        model(x, y).backward()
+        optimizer.step()
+""", ((4, "GL304"),)),
+    )

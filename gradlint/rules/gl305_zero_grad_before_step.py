@@ -1,0 +1,76 @@
+"""GL305 zero-grad-before-step: zero_grad between the last backward and the step."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.fixes import primitives as edit
+from gradlint.model.events import Event, Role, TrainingLoop
+from gradlint.names import Kind
+from gradlint.rules.base import Change, Finding, Invalid, Rule
+from gradlint.rules.readers import backward_before, call_text, engine_loop, quoted, sole_step, update_steps
+
+
+class ZeroGradBeforeStep(Rule):
+    info = CATALOGUE["GL305"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        if engine_loop(loop):
+            return
+        steps = update_steps(loop)
+        targets = {s.target for s in steps}
+        for step in steps:
+            backward = backward_before(loop, step)
+            if backward is None:
+                continue
+            for zero in loop.of(Role.ZERO_GRAD):
+                if zero.place is not step.place or not (loop.flows(backward, zero) and loop.flows(zero, step)):
+                    continue
+                if zero.kind is Kind.OPTIMIZER and zero.receiver != step.target and step.target is not None:
+                    continue  # another optimizer's gradients (GANs, actor-critic)
+                if zero.kind is not Kind.OPTIMIZER and len(targets) > 1:
+                    continue
+                yield Finding(zero.span, f"{call_text(loop, zero)} runs after the last backward and before "
+                              f"{call_text(loop, step)}, so the step sees zero gradients; zero after the step",
+                              self.fix(_zero_after_step, loop, zero))
+
+    VALID = (
+        """\
+def train(model, loader, optimizer):
+    for x, y in loader:
+        model(x, y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer):
+    for x, y in loader:
+        model(x, y).backward()
+        optimizer.zero_grad()
+        optimizer.step()
+""", ((4, "GL305"),), fixed="""\
+def train(model, loader, optimizer):
+    for x, y in loader:
+        model(x, y).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+"""),
+    )
+
+
+def _zero_after_step(loop: TrainingLoop, zero: Event) -> Change | None:
+    """Move zero_grad to just after the step of the same update (unsafe: the zeroing may
+    skip an update on purpose)."""
+    step = sole_step(loop)
+    if step is None:
+        return None
+    region = edit.block_region(loop, zero)
+    if region is None or not edit.in_region(loop, region, step):
+        region = edit.update_region(loop)
+        if region is None or not edit.in_region(loop, region, step):
+            return None
+    return Change(f"Move {quoted(loop, zero)} after {quoted(loop, step)}",
+                  edit.move(loop, [zero], edit.canonical(loop, region, Role.ZERO_GRAD, [zero])))

@@ -1,0 +1,51 @@
+"""GL403 off-by-one-gate: a 0-based counter gated with ``% N == 0``."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.model.events import TrainingLoop
+from gradlint.rules.base import Finding, Invalid, Rule
+
+
+class OffByOneGate(Rule):
+    info = CATALOGUE["GL403"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        gate = loop.primary_gate
+        if gate is None or gate.modulus is None or not gate.zero_based or not loop.accumulating:
+            return
+        counter = gate.counter
+        yield Finding(gate.span, f"`{counter}` is 0 on the first micro-batch, so `{counter} % N == 0` steps "
+                      "after a single micro-batch and every later window is shifted; test "
+                      f"`({counter} + 1) % N == 0`")
+
+    VALID = (
+        """\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader, start=1):
+        (model(x, y) / accum_steps).backward()
+        if step % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if step % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((4, "GL403"),)),
+    )

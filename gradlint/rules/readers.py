@@ -1,0 +1,89 @@
+"""Small readers of the loop model that several rules (and their fixes) share."""
+
+from __future__ import annotations
+
+import libcst as cst
+
+from gradlint.model.events import Event, Place, Role, TrainingLoop
+from gradlint.model.loss import Scaling
+from gradlint.model.syntax import first_arg
+from gradlint.names import Kind
+
+
+def call_text(loop: TrainingLoop, event: Event) -> str:
+    """How the user wrote the call, for messages: ``optimizer.step()``."""
+    node = event.node
+    if isinstance(node, cst.Call):
+        return loop.unit.text_of(node.func).strip() + "()"
+    return loop.unit.text_of(node).strip().splitlines()[0]
+
+
+def quoted(loop: TrainingLoop, event: Event) -> str:
+    """The call as written, in backticks, for fix messages."""
+    return f"`{call_text(loop, event)}`"
+
+
+def step_text(loop: TrainingLoop) -> str:
+    """The loop's optimizer step as written, or a generic name."""
+    steps = steps_of(loop)
+    return call_text(loop, steps[0]) if steps else "optimizer.step()"
+
+
+def steps_of(loop: TrainingLoop) -> list[Event]:
+    """The loop's optimizer steps, without closure steps (LBFGS runs its own backward)."""
+    return [e for e in loop.of(Role.STEP) if not e.closure]
+
+
+def update_steps(loop: TrainingLoop) -> list[Event]:
+    """The steps of :func:`steps_of` that the loop's own code owns (not a DeepSpeed engine's)."""
+    return [e for e in steps_of(loop) if not e.engine_owned]
+
+
+def sole_step(loop: TrainingLoop) -> Event | None:
+    """The loop's one optimizer step (None with several optimizers or none)."""
+    steps = steps_of(loop)
+    return steps[0] if len(steps) == 1 else None
+
+
+def scaler_unscale(loop: TrainingLoop, step: Event | None = None) -> str | None:
+    """``scaler.unscale_(optimizer)`` as the loop would write it, for ``step`` (default: the
+    loop's only step) when that is a GradScaler's ``scaler.step(optimizer)``."""
+    step = step or sole_step(loop)
+    if step is None or step.kind is not Kind.SCALER or not isinstance(step.node, cst.Call):
+        return None
+    optimizer = first_arg(step.node)
+    if optimizer is None or not isinstance(step.node.func, cst.Attribute):
+        return None
+    scaler = loop.unit.text_of(step.node.func.value).strip()
+    return f"{scaler}.unscale_({loop.unit.text_of(optimizer).strip()})"
+
+
+def engine_loop(loop: TrainingLoop) -> bool:
+    """A DeepSpeed loop: the engine owns the boundary, the scaling and the clipping."""
+    return any(e.role is Role.BACKWARD and e.engine_owned for e in loop.events)
+
+
+def per_micro_batch(loop: TrainingLoop, role: Role) -> list[Event]:
+    """Events of ``role`` that run once per micro-batch of an accumulation window."""
+    if not loop.accumulating or engine_loop(loop):
+        return []
+    return [e for e in loop.of(role) if e.place is Place.MICRO and not e.engine_owned and not e.closure]
+
+
+def backward_before(loop: TrainingLoop, event: Event) -> Event | None:
+    """The last backward call before ``event`` on the same path through the loop body."""
+    found = [e for e in loop.of(Role.BACKWARD) if loop.flows(e, event)]
+    return found[-1] if found else None
+
+
+def last_backwards(loop: TrainingLoop, event: Event) -> list[Event]:
+    """Each backward call that is the last one before ``event`` on some path through the
+    iteration (one per arm when ``if amp: scaled backward`` / ``else: backward``)."""
+    before = [b for b in loop.of(Role.BACKWARD) if loop.flows(b, event)]
+    return [b for b in before if not any(loop.flows(b, later) for later in before)]
+
+
+def scaled_backwards(loop: TrainingLoop) -> list[Event]:
+    """Per-micro-batch backward calls whose loss the loop divides itself (not a framework)."""
+    return [e for e in per_micro_batch(loop, Role.BACKWARD)
+            if not e.framework_divides and e.loss_trace.scaling is Scaling.SCALED]
