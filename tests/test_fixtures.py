@@ -3,29 +3,26 @@
 from __future__ import annotations
 
 import pytest
+from conftest import expected_markers
+from fixture_results import Fixture, diagnostics, fixtures
 
-from conftest import FIXTURES, ROOT, expected_markers, lint
-
-FILES = sorted(FIXTURES.rglob("*.py"))
+from gradlint.rules import RULES
 
 
 def test_fixtures_exist() -> None:
-    assert len(FILES) >= 30
+    assert len(fixtures()) >= 30
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
-def test_fixture_diagnostics_match_markers(path) -> None:
-    source = path.read_text(encoding="utf-8")
-    found = set(lint(source, str(path.relative_to(ROOT))))
-    assert found == expected_markers(source)
+@pytest.mark.parametrize("fixture", fixtures(), ids=lambda f: f.id)
+def test_fixture_diagnostics_match_markers(fixture: Fixture) -> None:
+    found = {(d.line, d.code) for d in diagnostics(fixture.text, fixture.name)}
+    assert found == expected_markers(fixture.text)
 
 
 def test_each_rule_is_shown_in_three_fixtures() -> None:
     counts: dict[str, int] = {}
-    for path in FILES:
-        for code in {code for _, code in expected_markers(path.read_text(encoding="utf-8"))}:
+    for fixture in fixtures():
+        for code in {code for _, code in expected_markers(fixture.text)}:
             counts[code] = counts.get(code, 0) + 1
-    from gradlint.rules import RULES
-
     thin = {code: counts.get(code, 0) for code in RULES if counts.get(code, 0) < 3}
     assert not thin, f"rules shown in fewer than three fixtures: {thin}"
