@@ -236,7 +236,7 @@ def _compiles(source: str) -> bool:
     return True
 
 
-@hypothesis_settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@hypothesis_settings(suppress_health_check=[HealthCheck.too_slow])  # the profile sets the budget
 @given(training_programs())
 def test_generated_training_code(source: str) -> None:
     assert_same_as_full(source)
