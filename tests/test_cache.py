@@ -28,7 +28,7 @@ def project(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     (tmp_path / "pyproject.toml").write_text("[project]\nname = 'demo'\n")
     (tmp_path / "bad.py").write_text(BAD)
     (tmp_path / "good.py").write_text(GOOD)
-    (tmp_path / "nested.py").write_bytes((FIXTURES / "core" / "gl101_nested_micro_loop.py").read_bytes())
+    (tmp_path / "nested.py").write_bytes((FIXTURES / "rules" / "gl101" / "nested_micro_loop.py").read_bytes())
     return tmp_path
 
 

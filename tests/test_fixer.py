@@ -345,7 +345,7 @@ def test_safe_fixes_only(fixture: Fixture) -> None:
 
 # Reported without a fix on purpose: the clip lives in a helper the loop calls, and moving a
 # call across functions is not a rewrite gradlint can prove correct.
-NO_FIX_BY_DESIGN = ["fixtures/core/gl101_helper_train_step.py:17 GL101"]
+NO_FIX_BY_DESIGN = ["fixtures/rules/gl101/helper_train_step.py:17 GL101"]
 
 
 def _unfixed_fixable(text: str, name: str) -> list[str]:
@@ -366,8 +366,8 @@ def test_every_fixable_marker_is_fixed() -> None:
 
 
 # --diff on a few files: one the fixes leave alone, the others changed (safe, unsafe, a notebook).
-UNCHANGED = "traps/amp_canonical.py"
-DIFF_SAMPLE = [UNCHANGED, "core/gl102_flat_gate.py", "core/gl201_flat_gate.py", "scripts/imagenet_amp_ema.py",
+UNCHANGED = "idioms/amp/canonical.py"
+DIFF_SAMPLE = [UNCHANGED, "rules/gl102/flat_gate.py", "rules/gl201/flat_gate.py", "rules/gl402/imagenet_amp_ema.py",
                "notebooks/accumulation.ipynb"]
 
 

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import pytest
-from conftest import expected_markers
+from conftest import FIXTURES, expected_markers
 from fixture_results import Fixture, diagnostics, fixtures
 
 from gradlint.rules import RULES
@@ -26,3 +26,21 @@ def test_each_rule_is_shown_in_three_fixtures() -> None:
             counts[code] = counts.get(code, 0) + 1
     thin = {code: counts.get(code, 0) for code in RULES if counts.get(code, 0) < 3}
     assert not thin, f"rules shown in fewer than three fixtures: {thin}"
+
+
+@pytest.mark.parametrize("fixture", fixtures(), ids=lambda f: f.id)
+def test_fixtures_are_grouped_by_rule(fixture: Fixture) -> None:
+    """``rules/glXXX/``: files whose main finding is GLXXX (at least one GLXXX marker), and
+    their clean counterparts ``good_*.py``; ``idioms/<framework>/``: files that must stay clean."""
+    group, folder, name = fixture.id.split("/")
+    codes = {code for _, code in expected_markers(fixture.text)}
+    if group == "rules":
+        assert folder.upper() in RULES
+        assert (folder.upper() in codes) if not name.startswith("good_") else not codes
+    else:
+        assert group == "idioms" and not codes
+
+
+def test_notebooks_are_apart() -> None:
+    assert sorted(p.relative_to(FIXTURES).as_posix() for p in FIXTURES.rglob("*") if p.is_file()
+                  and p.suffix != ".py") == ["README.md", "notebooks/accumulation.ipynb"]

@@ -31,14 +31,14 @@ def test_pool_reports_like_one_process_on_the_fixtures(fixtures_copy: Path) -> N
 
 
 def test_more_jobs_than_files_in_text(fixtures_copy: Path) -> None:
-    one = gradlint("check", "fixtures/core", "--format", "full", "--no-cache", "-j", "1")
-    pool = gradlint("check", "fixtures/core", "--format", "full", "--no-cache", "-j", "64")
+    one = gradlint("check", "fixtures/rules/gl101", "--format", "full", "--no-cache", "-j", "1")
+    pool = gradlint("check", "fixtures/rules/gl101", "--format", "full", "--no-cache", "-j", "64")
     assert one.stdout == pool.stdout
     assert "Found" in one.stdout
 
 
 def test_run_with_a_pool_in_process(fixtures_copy: Path) -> None:
-    files = sorted((fixtures_copy / "frameworks").rglob("*.py"))
+    files = sorted([*(fixtures_copy / "rules" / "gl101").glob("*.py"), *(fixtures_copy / "idioms" / "accelerate").glob("*.py")])
     alone = run(files, default_settings(), jobs=1)
     pooled = run(files, default_settings(), jobs=2)
     assert [d.to_dict() for d in pooled.diagnostics] == [d.to_dict() for d in alone.diagnostics]
