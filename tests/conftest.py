@@ -16,15 +16,18 @@ from gradlint.settings import Settings, default_settings
 
 ROOT = Path(__file__).resolve().parent.parent
 FIXTURES = ROOT / "fixtures"
-# "ci": the same examples on every run (a random failure on an unrelated change is a failed
-# landing), a fixed budget, no example database, and a failing example's blob printed to replay it.
-hypothesis_settings.register_profile(
-    "ci", derandomize=True, max_examples=50, deadline=None, print_blob=True, database=None,
-    suppress_health_check=[HealthCheck.too_slow])
-# "dev": hypothesis's defaults (random examples, 100 per test, a database in .hypothesis/ that
-# tries a failure found once again), without the deadline (the linter is slow on first use).
-hypothesis_settings.register_profile("dev", hypothesis_settings.get_profile("default"), deadline=None, print_blob=True)
+EXAMPLES = 50
+"""The example budget of a property test that does not set its own ``max_examples``."""
 
+# "ci": the same examples on every run (a random failure on an unrelated change is a failed
+# landing), no example database, and a failing example's blob printed to replay it.
+hypothesis_settings.register_profile(
+    "ci", derandomize=True, max_examples=EXAMPLES, deadline=None, print_blob=True, database=None,
+    suppress_health_check=[HealthCheck.too_slow])
+# "dev": random examples (the same budget), and the database in .hypothesis/ that tries a
+# failure found once again; no deadline (the linter is slow on first use).
+hypothesis_settings.register_profile("dev", hypothesis_settings.get_profile("default"), max_examples=EXAMPLES,
+                                     deadline=None, print_blob=True)
 
 def hypothesis_profile(environ: Mapping[str, str]) -> str:
     """"ci" when the CI environment variable is set (not to "", "0" or "false"), else "dev"."""

@@ -29,7 +29,8 @@ def test_the_profiles() -> None:
     ci = settings.get_profile("ci")
     assert (ci.derandomize, ci.max_examples, ci.deadline, ci.print_blob, ci.database) == (True, 50, None, True, None)
     dev = settings.get_profile("dev")
-    assert (dev.derandomize, dev.max_examples, dev.deadline, dev.print_blob) == (False, 100, None, True)
+    assert (dev.derandomize, dev.max_examples, dev.deadline, dev.print_blob) == (False, 50, None, True)
+    assert dev.database is not None
 
 
 def test_a_test_s_own_budget_wins() -> None:

@@ -7,12 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
+from fixture_results import diagnostics, fixtures
+from samples import BAD, GOOD, gradlint
 
+from gradlint.diagnostics import Diagnostic
 from gradlint.runner import DEFAULT_MAX_FILE_SIZE, Skipped, _chunks, _Task, run
 from gradlint.settings import default_settings
-
-from conftest import FIXTURES
-from samples import BAD, GOOD, gradlint
 
 
 @pytest.fixture
@@ -23,11 +24,13 @@ def fixtures_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_pool_reports_like_one_process_on_the_fixtures(fixtures_copy: Path) -> None:
-    one = gradlint("check", "fixtures", "--format", "json", "--no-cache", "--jobs", "1")
+    """Two workers over every fixture report exactly what linting each file in this process
+    finds (the session's fixture results, and the notebook linted here)."""
     pool = gradlint("check", "fixtures", "--format", "json", "--no-cache", "--jobs", "2")
-    assert one.exit_code == pool.exit_code == 1
-    assert len(json.loads(one.stdout)) > 50
-    assert one.stdout == pool.stdout
+    notebook = run([Path("fixtures/notebooks/accumulation.ipynb")], default_settings(), jobs=1).diagnostics
+    alone = sorted([*notebook, *(d for f in fixtures() for d in diagnostics(f.text, f.name))], key=Diagnostic.sort_key)
+    assert pool.exit_code == 1 and notebook and len(alone) > 50
+    assert json.loads(pool.stdout) == [d.to_dict() for d in alone]
 
 
 def test_more_jobs_than_files_in_text(fixtures_copy: Path) -> None:
