@@ -314,7 +314,7 @@ def test_fix_all_properties(fixture: Fixture) -> None:
     One documented exception: GL201's fix divides by the fixed N where the window size
     cannot be read from the loop; GL202 then asks for the final window's actual size."""
     source, name = fixture.text, fixture.name
-    before = diagnostics(source, name)
+    before = diagnostics(fixture)
     result = fixed(source, name)
     ast.parse(result.text)
     assert result.reverted == []
@@ -359,7 +359,7 @@ def test_every_fixable_marker_is_fixed() -> None:
     findings that are reported without a fix by design."""
     unfixed = []
     for fixture in fixtures():
-        fixable = {d.code for d in diagnostics(fixture.text, fixture.name) if CATALOGUE[d.code].fix}
+        fixable = {d.code for d in diagnostics(fixture) if CATALOGUE[d.code].fix}
         remaining = fixed(fixture.text, fixture.name).remaining
         unfixed += [f"{fixture.name}:{d.line} {d.code}" for d in remaining if d.code in fixable and d.code != "GL202"]
     assert unfixed == NO_FIX_BY_DESIGN

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 from conftest import FIXTURES, expected_markers
-from fixture_results import Fixture, diagnostics, fixtures
+from fixture_results import Fixture, diagnostics, every_rule, fixtures
 
 from gradlint.rules import RULES
 
@@ -15,8 +15,11 @@ def test_fixtures_exist() -> None:
 
 @pytest.mark.parametrize("fixture", fixtures(), ids=lambda f: f.id)
 def test_fixture_diagnostics_match_markers(fixture: Fixture) -> None:
-    found = {(d.line, d.code) for d in diagnostics(fixture.text, fixture.name)}
+    """With every rule on (GL900 too: no fixture holds an unused suppression), and so with
+    the default rules."""
+    found = {(d.line, d.code) for d in every_rule(fixture.data, fixture.name)}
     assert found == expected_markers(fixture.text)
+    assert {(d.line, d.code) for d in diagnostics(fixture)} == found
 
 
 def test_each_rule_is_shown_in_three_fixtures() -> None:

@@ -24,11 +24,12 @@ def fixtures_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_pool_reports_like_one_process_on_the_fixtures(fixtures_copy: Path) -> None:
-    """Two workers over every fixture report exactly what linting each file in this process
-    finds (the session's fixture results, and the notebook linted here)."""
+    """Two workers over every fixture, with the default rules, report exactly what linting
+    each file in this process finds (the session's fixture results, which derive the default
+    rules' findings from the every-rule lint, and the notebook linted here)."""
     pool = gradlint("check", "fixtures", "--format", "json", "--no-cache", "--jobs", "2")
     notebook = run([Path("fixtures/notebooks/accumulation.ipynb")], default_settings(), jobs=1).diagnostics
-    alone = sorted([*notebook, *(d for f in fixtures() for d in diagnostics(f.text, f.name))], key=Diagnostic.sort_key)
+    alone = sorted([*notebook, *(d for f in fixtures() for d in diagnostics(f))], key=Diagnostic.sort_key)
     assert pool.exit_code == 1 and notebook and len(alone) > 50
     assert json.loads(pool.stdout) == [d.to_dict() for d in alone]
 
