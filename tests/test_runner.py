@@ -35,8 +35,8 @@ def test_pool_reports_like_one_process_on_the_fixtures(fixtures_copy: Path) -> N
 
 
 def test_more_jobs_than_files_in_text(fixtures_copy: Path) -> None:
-    one = gradlint("check", "fixtures/rules/gl101", "--format", "full", "--no-cache", "-j", "1")
-    pool = gradlint("check", "fixtures/rules/gl101", "--format", "full", "--no-cache", "-j", "64")
+    one = gradlint("check", "fixtures/rules/gl102", "--format", "full", "--no-cache", "-j", "1")
+    pool = gradlint("check", "fixtures/rules/gl102", "--format", "full", "--no-cache", "-j", "64")
     assert one.stdout == pool.stdout
     assert "Found" in one.stdout
 
