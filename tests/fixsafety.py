@@ -16,6 +16,7 @@ import copy
 import io
 import tokenize
 from collections import Counter
+from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gradlint.fixer import FixResult, fix_source
@@ -32,12 +33,14 @@ class FixCheck:
     problems: list[str] = field(default_factory=list)
 
 
-def check_fix_safety(source: str, path: str, settings: Settings) -> FixCheck:
-    """Apply every fix of ``source`` (unsafe ones included) and check the result."""
-    result = fix_source(source, path, settings, unsafe=True)
+def check_fix_safety(source: str, path: str, settings: Settings,
+                     fix: Callable[..., FixResult] = fix_source) -> FixCheck:
+    """Apply every fix of ``source`` (unsafe ones included) and check the result; ``fix``
+    is ``fix_source`` or a memoized stand-in with its signature."""
+    result = fix(source, path, settings, unsafe=True)
     check = FixCheck(result, violations(source, result))
     if result.fixed and not check.problems:
-        again = fix_source(result.text, path, settings, unsafe=True)
+        again = fix(result.text, path, settings, unsafe=True)
         if again.text != result.text or again.fixed:
             check.problems.append(f"not idempotent: a second run fixed {[d.code for d in again.fixed]}")
     return check

@@ -11,21 +11,17 @@ that fails the text filter is never reported as a syntax error (GL000).
 from __future__ import annotations
 
 import ast
-from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings as hypothesis_settings, strategies as st
+from fixture_results import EVERY_RULE, Fixture, every_rule, fixtures
+from hypothesis import HealthCheck, given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
 
 import gradlint.screen as screen_module
-from gradlint.catalogue import CATALOGUE, SYNTAX_ERROR
+from gradlint.catalogue import SYNTAX_ERROR
 from gradlint.engine import judge_syntax, lint_bytes, lint_source
 from gradlint.prefilter import could_form_loop, might_hold_training_loop
-from gradlint.settings import Settings
-
-from conftest import FIXTURES
-
-EVERY_RULE = Settings(select=frozenset(CATALOGUE))
-FIXTURE_FILES = sorted(p for p in FIXTURES.rglob("*.py"))
 
 
 def _dicts(diagnostics: list) -> list[dict]:
@@ -41,18 +37,16 @@ def assert_same_as_full(source: str, path: str = "example.py") -> None:
 
 
 def test_there_are_fixtures_with_findings() -> None:
-    found = [p for p in FIXTURE_FILES if lint_bytes(p.read_bytes(), p.name, EVERY_RULE)]
-    assert len(FIXTURE_FILES) > 50 and len(found) > 30
+    found = [f for f in fixtures() if every_rule(f.data, f.name)]
+    assert len(fixtures()) > 50 and len(found) > 30
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES, ids=lambda p: p.relative_to(FIXTURES).as_posix())
-def test_fixture(path: Path) -> None:
-    data = path.read_bytes()
-    shown = path.relative_to(FIXTURES).as_posix()
-    full = lint_bytes(data, shown, EVERY_RULE, full=True)
-    if not might_hold_training_loop(data.decode("latin-1")):
+@pytest.mark.parametrize("fixture", fixtures(), ids=lambda f: f.id)
+def test_fixture(fixture: Fixture) -> None:
+    full = lint_bytes(fixture.data, fixture.name, EVERY_RULE, full=True)
+    if not might_hold_training_loop(fixture.data.decode("latin-1")):
         full = [d for d in full if d.code != SYNTAX_ERROR.code]
-    assert _dicts(lint_bytes(data, shown, EVERY_RULE)) == _dicts(full)
+    assert _dicts(every_rule(fixture.data, fixture.name)) == _dicts(full)
 
 
 PREAMBLE = """\
@@ -242,7 +236,7 @@ def _compiles(source: str) -> bool:
     return True
 
 
-@hypothesis_settings(max_examples=200, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@hypothesis_settings(suppress_health_check=[HealthCheck.too_slow])  # the profile sets the budget
 @given(training_programs())
 def test_generated_training_code(source: str) -> None:
     assert_same_as_full(source)
@@ -295,9 +289,9 @@ def _collected(collector: screen_module._Collector, tree: ast.Module) -> tuple:
             [(ast.dump(t), ast.dump(v)) for t, v in collector.assignments], collector.facts)
 
 
-@pytest.mark.parametrize("path", FIXTURE_FILES[::4], ids=lambda p: p.relative_to(FIXTURES).as_posix())
-def test_the_screen_walk_skips_only_leaves(path: Path) -> None:
-    tree = ast.parse(path.read_bytes())
+@pytest.mark.parametrize("fixture", fixtures()[::4], ids=lambda f: f.id)
+def test_the_screen_walk_skips_only_leaves(fixture: Fixture) -> None:
+    tree = ast.parse(fixture.data)
     fast = _collected(screen_module._Collector(screen_module.ModuleFacts(), every_unit=True), tree)
     full = _collected(_ReferenceWalk(screen_module.ModuleFacts(), every_unit=True), tree)
     assert fast == full

@@ -14,7 +14,8 @@ from collections import Counter
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import FIXTURES
+from fixture_results import Fixture, diagnostics, fixed, fixtures
 from samples import gradlint
 
 import gradlint.writer as writer
@@ -24,7 +25,7 @@ from gradlint.catalogue import CATALOGUE
 from gradlint.fixer import apply_fixes, fix_source
 from gradlint.rules import RULES, Finding
 from gradlint.runner import Mode, run
-from gradlint.settings import Settings, default_settings
+from gradlint.settings import Settings
 from gradlint.writer import FileFix
 
 # GL102 (step per micro-batch) and GL101 (clip per micro-batch): the clip can only move once
@@ -302,8 +303,6 @@ def test_cli_diff_does_not_read_stdin() -> None:
 
 # -- properties over every fixture -----------------------------------------------------------
 
-FILES = sorted(FIXTURES.rglob("*.py"))
-
 
 def _callees(text: str) -> Counter:
     """How often each function or method name is called."""
@@ -315,18 +314,16 @@ def _callees(text: str) -> Counter:
     return names
 
 
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
-def test_fix_all_properties(path: Path) -> None:
+@pytest.mark.parametrize("fixture", fixtures(), ids=lambda f: f.id)
+def test_fix_all_properties(fixture: Fixture) -> None:
     """With every fix applied (unsafe included): the code parses, the fixed diagnostics are
     gone, nothing new is reported, no call is lost, and fixing again changes nothing.
 
     One documented exception: GL201's fix divides by the fixed N where the window size
     cannot be read from the loop; GL202 then asks for the final window's actual size."""
-    source = path.read_text(encoding="utf-8")
-    settings = default_settings()
-    name = str(path.relative_to(ROOT))
-    before = lint_source(source, name, settings)
-    result = fix_source(source, name, settings, unsafe=True)
+    source, name = fixture.text, fixture.name
+    before = diagnostics(fixture)
+    result = fixed(source, name)
     ast.parse(result.text)
     assert result.reverted == []
     left = Counter(d.code for d in before) - Counter(d.code for d in result.fixed)
@@ -336,53 +333,84 @@ def test_fix_all_properties(path: Path) -> None:
     removed = {"zero_grad"} if any(d.fix.message.startswith("Remove") for d in result.fixed) else set()
     lost = _callees(source) - _callees(result.text)
     assert set(lost) <= removed
-    again = fix_source(result.text, name, settings, unsafe=True)
+    again = fixed(result.text, name)
+    assert (again.text, again.fixed) == (result.text, [])
+
+
+@pytest.mark.parametrize("fixture", [f for f in fixtures() if any(d.fix for d in diagnostics(f))], ids=lambda f: f.id)
+def test_safe_fixes_only(fixture: Fixture) -> None:
+    """Without ``--unsafe-fixes``: only safe fixes are applied (a fixture whose fixes are all
+    unsafe is left as it is), the code parses, nothing is reverted, no finding with a safe
+    fix is left, and fixing again changes nothing. (A fixture without any fix has nothing to
+    apply either way: ``test_fix_all_properties`` runs the fixer on it.)"""
+    result = fixed(fixture.text, fixture.name, unsafe=False)
+    ast.parse(result.text)
+    assert result.reverted == []
+    assert all(d.fix is not None and d.fix.applicability is Applicability.SAFE for d in result.fixed)
+    assert (result.text == fixture.text) == (result.fixed == [])
+    assert [d for d in result.remaining if d.fix is not None and d.fix.applicability is Applicability.SAFE] == []
+    again = fixed(result.text, fixture.name, unsafe=False)
     assert (again.text, again.fixed) == (result.text, [])
 
 
 # Reported without a fix on purpose: the clip lives in a helper the loop calls, and moving a
 # call across functions is not a rewrite gradlint can prove correct.
-NO_FIX_BY_DESIGN = ["fixtures/core/gl101_helper_train_step.py:17 GL101"]
+NO_FIX_BY_DESIGN = ["fixtures/rules/gl101/helper_train_step.py:17 GL101"]
+
+
+def _unfixed_fixable(text: str, name: str) -> list[str]:
+    """``name:line code`` of what a rule with a fix still reports in the fully fixed ``text``."""
+    again = fixed(text, name)  # nothing left to fix: its ``remaining`` is the lint of ``text``
+    return [f"{name}:{d.line} {d.code}" for d in again.remaining if CATALOGUE[d.code].fix]
 
 
 def test_every_fixable_marker_is_fixed() -> None:
     """Each fixture finding whose rule offers a fix gets one (and it is applied), except the
     findings that are reported without a fix by design."""
     unfixed = []
-    for path in FILES:
-        source = path.read_text(encoding="utf-8")
-        name = str(path.relative_to(ROOT))
-        fixable = [d for d in lint_source(source, name, default_settings()) if CATALOGUE[d.code].fix]
-        remaining = fix_source(source, name, default_settings(), unsafe=True).remaining
-        unfixed += [f"{name}:{d.line} {d.code}" for d in remaining if d.code in {f.code for f in fixable}
-                    and d.code != "GL202"]
+    for fixture in fixtures():
+        fixable = {d.code for d in diagnostics(fixture) if CATALOGUE[d.code].fix}
+        remaining = fixed(fixture.text, fixture.name).remaining
+        unfixed += [f"{fixture.name}:{d.line} {d.code}" for d in remaining if d.code in fixable and d.code != "GL202"]
     assert unfixed == NO_FIX_BY_DESIGN
 
 
-def test_cli_fix_all_fixtures_matches_the_diff(tmp_path: Path, monkeypatch) -> None:
-    """``--fix --unsafe-fixes`` over every fixture (notebooks too) leaves no finding of a
-    fixable rule, and ``--diff`` showed exactly the change ``--fix`` wrote."""
+# --diff on a few files: one the fixes leave alone, the others changed (safe, unsafe, a notebook).
+UNCHANGED = "idioms/amp/canonical.py"
+DIFF_SAMPLE = [UNCHANGED, "rules/gl102/flat_gate.py", "rules/gl201/flat_gate.py", "rules/gl402/imagenet_amp_ema.py",
+               "notebooks/accumulation.ipynb"]
+
+
+def test_cli_fix_all_fixtures_matches_the_in_process_fix(tmp_path: Path, monkeypatch) -> None:
+    """``--fix --unsafe-fixes`` over a copy of every fixture (notebooks too) writes exactly
+    what the in-process fixer computes, leaving no finding of a fixable rule but the ones
+    without a fix by design; ``--diff`` shows exactly the change ``--fix`` then writes."""
     tree = tmp_path / "fixtures"
     shutil.copytree(FIXTURES, tree)
     monkeypatch.chdir(tree)
     files = [p for p in sorted(Path(".").rglob("*")) if p.suffix in (".py", ".ipynb")]
     before = {p: p.read_text(encoding="utf-8") for p in files}
-    shown = gradlint("check", "--diff", "--unsafe-fixes", ".")
+    sample = [Path(name) for name in DIFF_SAMPLE]
+    assert set(sample) <= set(files)
+    shown = gradlint("check", "--diff", "--unsafe-fixes", *map(str, sample))
     assert shown.exit_code == 1
     assert {p: p.read_text(encoding="utf-8") for p in before} == before
-    fixed = gradlint("check", "--fix", "--unsafe-fixes", "--format", "concise", ".")
+    result = gradlint("check", "--fix", "--unsafe-fixes", "--format", "concise", ".")
+    assert result.exit_code == 1  # the findings without a fix remain
+    after = {p: p.read_text(encoding="utf-8") for p in files}
+    for fixture in fixtures():
+        assert after[fixture.path.relative_to(FIXTURES)] == fixed(fixture.text, fixture.name).text, fixture.id
+    changed = [p for p in files if after[p] != before[p]]
+    assert len(changed) > 50 and any(p.suffix == ".ipynb" for p in changed)
+    assert "fixed" in result.stdout.splitlines()[-1]
     expected = []
-    for path, text in before.items():
-        after = path.read_text(encoding="utf-8")
-        if after != text:
+    for path in sample:
+        if after[path] != before[path]:
             name = path.as_posix()
-            diff = "".join(difflib.unified_diff(text.splitlines(True), after.splitlines(True), name, name))
+            diff = "".join(difflib.unified_diff(before[path].splitlines(True), after[path].splitlines(True), name, name))
             expected.append(diff.removesuffix("\n"))
     # one block per file, a blank line after each (hunk lines are never empty)
-    assert expected and sorted(shown.stdout.split("\n\n")) == sorted([*expected, ""])
-    assert "fixed" in fixed.stdout.splitlines()[-1]
-    fixable = ",".join(code for code, info in CATALOGUE.items() if info.fix)
-    clean = gradlint("check", "--format", "text", "--select", fixable, ".")
-    left = [f"fixtures/{line.split(':')[0]}:{line.split(':')[1]} {line.split()[1]}"
-            for line in clean.stdout.splitlines()[:-1]]
-    assert (clean.exit_code, left) == (1, NO_FIX_BY_DESIGN)
+    assert len(expected) == len(sample) - 1 and after[Path(UNCHANGED)] == before[Path(UNCHANGED)]
+    assert sorted(shown.stdout.split("\n\n")) == sorted([*expected, ""])
+    left = [item for f in fixtures() for item in _unfixed_fixable(after[f.path.relative_to(FIXTURES)], f.name)]
+    assert left == NO_FIX_BY_DESIGN

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import itertools
 import re
 import sys
 import uuid
@@ -117,6 +118,34 @@ async def pull_client(lsp_client: LanguageClient, tmp_path: Path):
     await lsp_client.shutdown_session()
 
 
+@pytest.fixture(scope="module")
+def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("lsp-shared")
+
+
+@pytest_lsp.fixture(config=SERVER, scope="module")
+async def shared_client(lsp_client: LanguageClient, shared_root: Path):
+    """One server (VS Code 1.65's capabilities, like ``client``) for the tests that only open
+    their own document in their own folder and read what is published for it: starting a
+    server per test costs more than the test."""
+    await _start(lsp_client, "visual-studio-code@v1.65.2", shared_root, versions=True)
+    yield
+    await lsp_client.shutdown_session()
+
+
+SHARED_LOOP = pytest.mark.asyncio(loop_scope="module")
+"""The event loop of ``shared_client`` (module-scoped)."""
+_FOLDERS = itertools.count(1)
+
+
+@pytest.fixture
+def folder(shared_root: Path) -> Path:
+    """A folder of its own inside the shared server's workspace."""
+    path = shared_root / f"case{next(_FOLDERS)}"
+    path.mkdir()
+    return path
+
+
 def _codes(published: types.PublishDiagnosticsParams) -> list[str]:
     return [str(d.code) for d in published.diagnostics]
 
@@ -187,9 +216,11 @@ def _raw_request(client: LanguageClient, method: str, params: object) -> asyncio
     return asyncio.wrap_future(future)
 
 
-async def test_diagnostics_on_open(client: LanguageClient, tmp_path: Path):
+@SHARED_LOOP
+async def test_diagnostics_on_open(shared_client: LanguageClient, folder: Path):
+    client = shared_client
     recorder = Recorder(client)
-    uri = _open(client, tmp_path / "train.py", CLIP_PER_MICRO_BATCH)
+    uri = _open(client, folder / "train.py", CLIP_PER_MICRO_BATCH)
     published = await recorder.next(uri)
     assert published.version == 1
     (diagnostic,) = published.diagnostics
@@ -205,12 +236,14 @@ async def test_diagnostics_on_open(client: LanguageClient, tmp_path: Path):
     assert diagnostic.data["fix"]["applicability"] == "safe"
 
 
-async def test_columns_are_utf16_code_units(client: LanguageClient, tmp_path: Path):
+@SHARED_LOOP
+async def test_columns_are_utf16_code_units(shared_client: LanguageClient, folder: Path):
+    client = shared_client
     recorder = Recorder(client)
     line = '            note = "\U0001F600"; torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n'
     text = CLIP_PER_MICRO_BATCH.replace(
         "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n", line)
-    uri = _open(client, tmp_path / "emoji.py", text)
+    uri = _open(client, folder / "emoji.py", text)
     (diagnostic,) = (await recorder.next(uri)).diagnostics
     # gradlint reports the call at code point 25 (1-based), i.e. 24 from 0; the emoji before
     # it is one code point but two UTF-16 code units.
@@ -253,9 +286,11 @@ async def _until(recorder: Recorder, uri: str, wanted) -> types.PublishDiagnosti
     return await asyncio.wait_for(arrived(), TIMEOUT)
 
 
-async def test_quick_fix_from_data_clears_the_diagnostic(client: LanguageClient, tmp_path: Path):
+@SHARED_LOOP
+async def test_quick_fix_from_data_clears_the_diagnostic(shared_client: LanguageClient, folder: Path):
+    client = shared_client
     recorder = Recorder(client)
-    uri = _open(client, tmp_path / "train.py", CLIP_PER_MICRO_BATCH)
+    uri = _open(client, folder / "train.py", CLIP_PER_MICRO_BATCH)
     (diagnostic,) = (await recorder.next(uri)).diagnostics
     actions = await _actions(client, uri, [diagnostic])
     assert [a.title for a in actions] == [
@@ -273,17 +308,21 @@ async def test_quick_fix_from_data_clears_the_diagnostic(client: LanguageClient,
     assert (published.version, _codes(published)) == (2, [])
 
 
-async def test_automatic_requests_skip_the_fix_all_computation(client: LanguageClient, tmp_path: Path):
+@SHARED_LOOP
+async def test_automatic_requests_skip_the_fix_all_computation(shared_client: LanguageClient, folder: Path):
+    client = shared_client
     recorder = Recorder(client)
-    uri = _open(client, tmp_path / "train.py", CLIP_PER_MICRO_BATCH)
+    uri = _open(client, folder / "train.py", CLIP_PER_MICRO_BATCH)
     (diagnostic,) = (await recorder.next(uri)).diagnostics
     actions = await _actions(client, uri, [diagnostic], trigger=types.CodeActionTriggerKind.Automatic)
     assert [a.kind for a in actions] == [types.CodeActionKind.QuickFix] * 2
 
 
-async def test_quick_fix_is_not_offered_for_a_stale_diagnostic(client: LanguageClient, tmp_path: Path):
+@SHARED_LOOP
+async def test_quick_fix_is_not_offered_for_a_stale_diagnostic(shared_client: LanguageClient, folder: Path):
+    client = shared_client
     recorder = Recorder(client)
-    uri = _open(client, tmp_path / "train.py", CLIP_PER_MICRO_BATCH)
+    uri = _open(client, folder / "train.py", CLIP_PER_MICRO_BATCH)
     (diagnostic,) = (await recorder.next(uri)).diagnostics
     _replace_all(client, uri, 2, "# a comment on top\n" + CLIP_PER_MICRO_BATCH)
     titles = [a.title for a in await _actions(client, uri, [diagnostic], only=[types.CodeActionKind.QuickFix])]
@@ -303,19 +342,23 @@ async def test_disable_for_this_line(plain_client: LanguageClient, tmp_path: Pat
     assert _codes(await recorder.next(uri, 2)) == []
 
 
-async def test_disable_extends_an_existing_noqa(client: LanguageClient, tmp_path: Path):
+@SHARED_LOOP
+async def test_disable_extends_an_existing_noqa(shared_client: LanguageClient, folder: Path):
+    client = shared_client
     recorder = Recorder(client)
     text = CLIP_PER_MICRO_BATCH.replace("1.0)\n", "1.0)  # noqa: E501\n")
-    uri = _open(client, tmp_path / "train.py", text)
+    uri = _open(client, folder / "train.py", text)
     (diagnostic,) = (await recorder.next(uri)).diagnostics
     (action,) = [a for a in await _actions(client, uri, [diagnostic]) if a.title.startswith("Disable")]
     fixed = _apply(text, _edits_of(action, uri, 1))
     assert fixed.split("\n")[8].endswith("1.0)  # noqa: E501, GL101")
 
 
-async def test_fix_all(client: LanguageClient, tmp_path: Path):
+@SHARED_LOOP
+async def test_fix_all(shared_client: LanguageClient, folder: Path):
+    client = shared_client
     recorder = Recorder(client)
-    uri = _open(client, tmp_path / "train.py", TWO_FIXABLE)
+    uri = _open(client, folder / "train.py", TWO_FIXABLE)
     published = await recorder.next(uri)
     assert [d.code for d in published.diagnostics] == ["GL101", "GL104"]
     (action,) = await _actions(client, uri, [], only=[types.CodeActionKind.SourceFixAll])
@@ -330,18 +373,22 @@ async def test_fix_all(client: LanguageClient, tmp_path: Path):
     assert await _actions(client, uri, [], only=["source.fixAll.gradlint"]) == []
 
 
-async def test_close_clears_diagnostics(client: LanguageClient, tmp_path: Path):
+@SHARED_LOOP
+async def test_close_clears_diagnostics(shared_client: LanguageClient, folder: Path):
+    client = shared_client
     recorder = Recorder(client)
-    uri = _open(client, tmp_path / "train.py", CLIP_PER_MICRO_BATCH)
+    uri = _open(client, folder / "train.py", CLIP_PER_MICRO_BATCH)
     assert len((await recorder.next(uri)).diagnostics) == 1
     client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=uri)))
     assert _codes(await recorder.next(uri, 2)) == []
 
 
-async def test_syntax_error_is_a_gl000_diagnostic(client: LanguageClient, tmp_path: Path):
+@SHARED_LOOP
+async def test_syntax_error_is_a_gl000_diagnostic(shared_client: LanguageClient, folder: Path):
+    client = shared_client
     recorder = Recorder(client)
     broken = CLIP_PER_MICRO_BATCH.replace("loss.backward()", "loss.backward(")
-    uri = _open(client, tmp_path / "train.py", broken)
+    uri = _open(client, folder / "train.py", broken)
     (diagnostic,) = (await recorder.next(uri)).diagnostics
     assert diagnostic.code == "GL000"
     assert diagnostic.message.startswith("syntax error")
@@ -350,11 +397,12 @@ async def test_syntax_error_is_a_gl000_diagnostic(client: LanguageClient, tmp_pa
     assert [d.code for d in (await recorder.next(uri, 2)).diagnostics] == ["GL101"]
 
 
-async def test_malformed_requests_are_answered_and_the_server_keeps_serving(
-        client: LanguageClient, tmp_path: Path):
+@SHARED_LOOP
+async def test_malformed_requests_are_answered_and_the_server_keeps_serving(shared_client: LanguageClient, folder: Path):
+    client = shared_client
     recorder = Recorder(client)
     text = CLIP_PER_MICRO_BATCH.replace("1.0)\n", "1.0)  # noqa: GL101\n")
-    uri = _open(client, tmp_path / "train.py", text)
+    uri = _open(client, folder / "train.py", text)
     assert _codes(await recorder.next(uri)) == []
     with pytest.raises(JsonRpcException) as error:
         await asyncio.wait_for(_raw_request(client, "textDocument/hover", {"textDocument": 42}), TIMEOUT)
@@ -372,10 +420,12 @@ async def test_malformed_requests_are_answered_and_the_server_keeps_serving(
     assert hover.contents.value.startswith("# GL101: clip-per-micro-batch")
 
 
-async def test_requests_are_answered_while_a_large_file_is_linted(client: LanguageClient, tmp_path: Path):
+@SHARED_LOOP
+async def test_requests_are_answered_while_a_large_file_is_linted(shared_client: LanguageClient, folder: Path):
+    client = shared_client
     recorder = Recorder(client)
     large = "".join(CLIP_PER_MICRO_BATCH.replace("def train(", f"def train{n}(") for n in range(80))
-    uri = _open(client, tmp_path / "large.py", large)
+    uri = _open(client, folder / "large.py", large)
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(0, 0)))
     assert hover is None
@@ -383,8 +433,10 @@ async def test_requests_are_answered_while_a_large_file_is_linted(client: Langua
     assert _codes(await recorder.next(uri)) == ["GL101"] * 80
 
 
-async def test_hover_outside_a_noqa_code_is_empty(client: LanguageClient, tmp_path: Path):
-    uri = _open(client, tmp_path / "train.py", CLIP_PER_MICRO_BATCH)
+@SHARED_LOOP
+async def test_hover_outside_a_noqa_code_is_empty(shared_client: LanguageClient, folder: Path):
+    client = shared_client
+    uri = _open(client, folder / "train.py", CLIP_PER_MICRO_BATCH)
     hover = await client.text_document_hover_async(types.HoverParams(
         text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(8, 20)))
     assert hover is None

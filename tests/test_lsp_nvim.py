@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import os
 import shutil
 import subprocess
 import sys
@@ -10,7 +11,7 @@ from pathlib import Path
 import pytest
 
 TESTS = Path(__file__).resolve().parent
-FIXTURE = TESTS.parent / "fixtures" / "core" / "gl101_flat_gate.py"
+FIXTURE = TESTS.parent / "fixtures" / "rules" / "gl101" / "flat_gate.py"
 
 
 @pytest.mark.skipif(shutil.which("nvim") is None,
@@ -19,7 +20,7 @@ def test_neovim_shows_gl101_and_applies_its_quick_fix(tmp_path: Path):
     pytest.importorskip("pygls", reason="the language server needs the lsp extra (pygls)")
     train = tmp_path / "train.py"
     train.write_bytes(FIXTURE.read_bytes())
-    env = {"PATH": "/usr/bin:/bin", "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path),
+    env = {"PATH": os.defpath, "HOME": str(tmp_path), "XDG_CONFIG_HOME": str(tmp_path),
            "XDG_DATA_HOME": str(tmp_path), "XDG_STATE_HOME": str(tmp_path),
            "GRADLINT_FIXTURE": str(train), "GRADLINT_PYTHON": sys.executable,
            "PYTHONPATH": str(TESTS.parent)}

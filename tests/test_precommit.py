@@ -66,7 +66,8 @@ def project(tmp_path: Path, hook_repo: tuple[Path, str]) -> Path:
 
 def pre_commit(project: Path, home: Path, *args: str) -> subprocess.CompletedProcess[str]:
     _git(project, "add", "-A")
-    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never"}
+    env = {**os.environ, "PRE_COMMIT_HOME": str(home), "PRE_COMMIT_COLOR": "never",
+           "PIP_NO_COMPILE": "1", "PIP_DISABLE_PIP_VERSION_CHECK": "1"}  # the hook environment builds faster
     return subprocess.run([sys.executable, "-m", "pre_commit", "run", *args], cwd=project, env=env,
                           capture_output=True, text=True, timeout=900)
 

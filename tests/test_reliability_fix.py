@@ -12,8 +12,9 @@ import textwrap
 from pathlib import Path
 
 import pytest
-from conftest import FIXTURES, ROOT
+from conftest import ROOT
 from fixsafety import check_fix_safety, violations
+from fixture_results import Fixture, fixed, fixtures
 
 from gradlint import writer
 from gradlint.diagnostics import Applicability, Diagnostic, Fix, Severity, Span
@@ -22,13 +23,10 @@ from gradlint.fixer import FixResult
 from gradlint.writer import write_atomic
 from gradlint.settings import default_settings
 
-FILES = sorted(FIXTURES.rglob("*.py"))
 
-
-@pytest.mark.parametrize("path", FILES, ids=lambda p: str(p.relative_to(FIXTURES)))
-def test_every_fix_keeps_the_statements_and_comments_it_does_not_move(path: Path) -> None:
-    source = path.read_text(encoding="utf-8")
-    check = check_fix_safety(source, str(path.relative_to(ROOT)), default_settings())
+@pytest.mark.parametrize("fixture", fixtures(), ids=lambda f: f.id)
+def test_every_fix_keeps_the_statements_and_comments_it_does_not_move(fixture: Fixture) -> None:
+    check = check_fix_safety(fixture.text, fixture.name, default_settings(), fix=fixed)
     assert check.problems == []
 
 

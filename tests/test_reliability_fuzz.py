@@ -25,6 +25,7 @@ REGRESSIONS = Path(__file__).resolve().parent / "regressions"
 # hypothesmith compiles the odd programs it generates ("'str' object is not callable")
 pytestmark = pytest.mark.filterwarnings("ignore::SyntaxWarning")
 BOUNDED = settings(deadline=None, database=None, suppress_health_check=list(HealthCheck))
+"""The profile's example budget (tests/conftest.py), no database, no health checks."""
 
 
 def _regression(name: str) -> str:
@@ -71,19 +72,19 @@ def test_no_unused_suppression_is_reported_in_a_file_that_does_not_parse() -> No
     assert lint_source(text.replace("\tif True:\n", ""), "ok.py", gl900)[0].code == "GL900"
 
 
-@settings(BOUNDED, max_examples=150)
+@settings(BOUNDED)
 @given(valid_programs())
 def test_valid_programs(text: str) -> None:
     check_program(text)
 
 
-@settings(BOUNDED, max_examples=150)
+@settings(BOUNDED)
 @given(grafted_programs())
 def test_valid_programs_with_training_calls_grafted_in(text: str) -> None:
     check_program(text)
 
 
-@settings(BOUNDED, max_examples=100)
+@settings(BOUNDED, max_examples=max(10, settings.default.max_examples // 3))  # each lints and fixes a script
 @given(mutated_scripts())
 def test_mutated_training_scripts(text: str) -> None:
     check_program(text)

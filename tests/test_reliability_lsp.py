@@ -6,6 +6,7 @@ keeps serving. See tests/test_lsp.py for the malformed-params and unknown-method
 
 from __future__ import annotations
 
+import itertools
 import json
 import queue
 import subprocess
@@ -95,10 +96,10 @@ class RawClient:
                          and m["params"]["uri"] == uri)["params"]
 
 
-@pytest.fixture
-def client(tmp_path: Path) -> Iterator[RawClient]:
-    peer = RawClient(tmp_path)
-    answer = peer.request(1, "initialize", {"processId": None, "rootUri": tmp_path.as_uri(), "capabilities": {}})
+def _session(root: Path) -> Iterator[RawClient]:
+    """An initialized server working in ``root``, killed afterwards."""
+    peer = RawClient(root)
+    answer = peer.request(1, "initialize", {"processId": None, "rootUri": root.as_uri(), "capabilities": {}})
     assert "capabilities" in answer["result"]
     peer.notify("initialized", {})
     yield peer
@@ -106,6 +107,31 @@ def client(tmp_path: Path) -> Iterator[RawClient]:
     peer.process.wait(timeout=WAIT)
     peer.process.stdin.close()
     peer.process.stdout.close()
+
+
+@pytest.fixture
+def client(tmp_path: Path) -> Iterator[RawClient]:
+    yield from _session(tmp_path)
+
+
+@pytest.fixture(scope="module")
+def shared_root(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    return tmp_path_factory.mktemp("shared-server")
+
+
+@pytest.fixture(scope="module")
+def shared(shared_root: Path) -> Iterator[RawClient]:
+    """One server for the cases of a parametrized test: each case must leave it serving the
+    next (a server per case would only start cost; the cases share nothing but the server)."""
+    yield from _session(shared_root)
+
+
+_CASES = itertools.count(1)
+
+
+def _document(root: Path) -> Path:
+    """A path no earlier case of the shared server opened."""
+    return root / f"train_{next(_CASES)}.py"
 
 
 def _open(client: RawClient, path: Path, text: str, version: int = 1) -> str:
@@ -139,12 +165,12 @@ def _error(message: dict) -> tuple[Any, int]:
     (b"null", -32600),
     (b'"textDocument/hover"', -32600),
 ], ids=["truncated-json", "not-utf8", "array", "number", "null", "string"])
-def test_a_body_that_is_no_message_gets_an_error_with_id_null(client: RawClient, tmp_path: Path, body: bytes,
+def test_a_body_that_is_no_message_gets_an_error_with_id_null(shared: RawClient, shared_root: Path, body: bytes,
                                                               code: int) -> None:
-    uri = _open(client, tmp_path / "train.py", LOOP)
-    client.frame(body)
-    assert _error(client.wait(lambda m: "error" in m and m.get("id") is None)) == (None, code)
-    _serves(client, uri, 2)
+    uri = _open(shared, _document(shared_root), LOOP)
+    shared.frame(body)
+    assert _error(shared.wait(lambda m: "error" in m and m.get("id") is None)) == (None, code)
+    _serves(shared, uri, 2)
 
 
 def test_a_wrong_content_length_costs_one_message_not_the_session(client: RawClient, tmp_path: Path) -> None:
@@ -166,15 +192,15 @@ def test_lines_of_garbage_and_empty_messages_between_messages_are_skipped(client
 
 @pytest.mark.parametrize("method", ["textDocument/hover", "textDocument/codeAction", "textDocument/diagnostic"])
 @pytest.mark.parametrize("uri", ["file:///nonexistent/folder/x.py", "untitled:Untitled-1"])
-def test_requests_for_unknown_documents_are_answered_with_an_error(client: RawClient, tmp_path: Path, method: str,
+def test_requests_for_unknown_documents_are_answered_with_an_error(shared: RawClient, shared_root: Path, method: str,
                                                                     uri: str) -> None:
-    known = _open(client, tmp_path / "train.py", LOOP)
+    known = _open(shared, _document(shared_root), LOOP)
     whole = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
     params = {"textDocument": {"uri": uri}, "position": {"line": 0, "character": 0}, "range": whole,
               "context": {"diagnostics": []}}
-    answer = client.request(2, method, params)
+    answer = shared.request(2, method, params)
     assert answer["error"]["code"] in (-32602, -32603)
-    _serves(client, known, 3)
+    _serves(shared, known, 3)
 
 
 def test_out_of_range_positions_are_answered(client: RawClient, tmp_path: Path) -> None:

@@ -6,9 +6,6 @@ from __future__ import annotations
 import json
 import os
 import re
-import subprocess
-import sys
-import zipfile
 from pathlib import Path
 
 import pytest
@@ -19,7 +16,14 @@ from gradlint.catalogue import CATALOGUE
 from samples import gradlint
 
 SECTIONS = ["What it does", "Why is this bad?", "Example", "Use instead", "Fix safety", "References"]
-SPEC = Path(os.environ.get("GRADLINT_SPEC", "/work/shared/spec/RULES.md"))
+SPEC = Path(os.environ.get("GRADLINT_SPEC", ROOT.parent / "shared" / "spec" / "RULES.md"))
+"""The rule catalogue specification, beside the project (``../shared/spec/RULES.md``)."""
+SPEC_ROW = re.compile(r"^\| (GL\d{3}) \| ([a-z0-9-]+) \| (error|warning|info) \|", re.MULTILINE)
+SECOND_TABLE = "Catalogue II"
+# Specified in the spec's "Catalogue II" table, not implemented yet: this set must equal the spec's
+# codes minus the implemented ones, so it fails when either side moves.
+NOT_IMPLEMENTED_YET = {"GL106", "GL107", "GL109", "GL205", "GL206", "GL306", "GL307",
+                       "GL404", "GL405", "GL406", "GL407", "GL501", "GL502"}
 
 
 def _fix(code: str) -> str:
@@ -43,15 +47,39 @@ def test_every_rule_has_a_document_that_agrees_with_the_registry(code: str) -> N
     assert not missing, f"{code}: missing sections {missing}"
 
 
-@pytest.mark.skipif(not SPEC.is_file(), reason=f"the rule catalogue spec is not at {SPEC} (set GRADLINT_SPEC)")
+def _spec_rows() -> tuple[list[tuple[str, str, str]], list[tuple[str, str, str]]]:
+    """``(code, name, severity)`` rows of the spec's first table and of its "Catalogue II" table."""
+    assert SPEC.is_file(), f"the rule catalogue spec is not at {SPEC} (set GRADLINT_SPEC to its path)"
+    text = SPEC.read_text(encoding="utf-8")
+    assert text.count(SECOND_TABLE) == 1, f"the spec has no single {SECOND_TABLE!r} table"
+    first, second = text.split(SECOND_TABLE)
+    return SPEC_ROW.findall(first), SPEC_ROW.findall(second)
+
+
+def test_the_spec_has_both_tables() -> None:
+    first, second = _spec_rows()
+    assert ("GL101", "clip-per-micro-batch", "error") in first and ("GL900", "unused-suppression", "warning") in first
+    assert ("GL106", "schedule-length-in-micro-batches", "warning") in second
+    assert ("GL502", "batchnorm-under-accumulation", "info") in second
+    codes = [code for code, _, _ in first + second]
+    assert len(codes) == len(set(codes)), "a code is specified twice"
+
+
 def test_documents_agree_with_the_spec_table() -> None:
-    rows = re.findall(r"^\| (GL\d{3}) \| ([a-z0-9-]+) \| (error|warning) \|", SPEC.read_text(), re.MULTILINE)
-    assert rows
-    for code, name, severity in rows:
+    """Every implemented code agrees with its spec row and its document; the codes the spec
+    names that are not implemented yet are exactly ``NOT_IMPLEMENTED_YET``."""
+    first, second = _spec_rows()
+    spec = {code: (name, severity) for code, name, severity in first + second}
+    implemented = set(CATALOGUE) - {"GL000"}  # GL000 (syntax-error) is described in the spec's text, not its tables
+    assert spec.keys() - implemented == NOT_IMPLEMENTED_YET
+    assert implemented <= spec.keys(), f"implemented but not specified: {sorted(implemented - spec.keys())}"
+    assert {code for code, _, _ in first} <= implemented, "a rule of the first table is not implemented"
+    for code in sorted(implemented):
         doc = load_doc(code)
-        assert doc is not None, f"{code} is in the spec but has no document"
-        assert (doc.name, doc.severity) == (name, severity), code
-    assert {code for code, _, _ in rows} | {"GL000"} == set(CATALOGUE)
+        assert doc is not None, f"{code} is implemented but has no document"
+        info = CATALOGUE[code]
+        assert (info.name, info.severity.value) == spec[code], code
+        assert (doc.name, doc.severity) == spec[code], code
 
 
 def test_rule_prints_the_rendered_document() -> None:

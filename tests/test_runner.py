@@ -7,12 +7,13 @@ import shutil
 from pathlib import Path
 
 import pytest
+from conftest import FIXTURES
+from fixture_results import diagnostics, fixtures
+from samples import BAD, GOOD, gradlint
 
+from gradlint.diagnostics import Diagnostic
 from gradlint.runner import DEFAULT_MAX_FILE_SIZE, Skipped, _chunks, _Task, run
 from gradlint.settings import default_settings
-
-from conftest import FIXTURES
-from samples import BAD, GOOD, gradlint
 
 
 @pytest.fixture
@@ -23,22 +24,25 @@ def fixtures_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_pool_reports_like_one_process_on_the_fixtures(fixtures_copy: Path) -> None:
-    one = gradlint("check", "fixtures", "--format", "json", "--no-cache", "--jobs", "1")
+    """Two workers over every fixture, with the default rules, report exactly what linting
+    each file in this process finds (the session's fixture results, which derive the default
+    rules' findings from the every-rule lint, and the notebook linted here)."""
     pool = gradlint("check", "fixtures", "--format", "json", "--no-cache", "--jobs", "2")
-    assert one.exit_code == pool.exit_code == 1
-    assert len(json.loads(one.stdout)) > 50
-    assert one.stdout == pool.stdout
+    notebook = run([Path("fixtures/notebooks/accumulation.ipynb")], default_settings(), jobs=1).diagnostics
+    alone = sorted([*notebook, *(d for f in fixtures() for d in diagnostics(f))], key=Diagnostic.sort_key)
+    assert pool.exit_code == 1 and notebook and len(alone) > 50
+    assert json.loads(pool.stdout) == [d.to_dict() for d in alone]
 
 
 def test_more_jobs_than_files_in_text(fixtures_copy: Path) -> None:
-    one = gradlint("check", "fixtures/core", "--format", "full", "--no-cache", "-j", "1")
-    pool = gradlint("check", "fixtures/core", "--format", "full", "--no-cache", "-j", "64")
+    one = gradlint("check", "fixtures/rules/gl102", "--format", "full", "--no-cache", "-j", "1")
+    pool = gradlint("check", "fixtures/rules/gl102", "--format", "full", "--no-cache", "-j", "64")
     assert one.stdout == pool.stdout
     assert "Found" in one.stdout
 
 
 def test_run_with_a_pool_in_process(fixtures_copy: Path) -> None:
-    files = sorted((fixtures_copy / "frameworks").rglob("*.py"))
+    files = sorted([*(fixtures_copy / "rules" / "gl101").glob("*.py"), *(fixtures_copy / "idioms" / "accelerate").glob("*.py")])
     alone = run(files, default_settings(), jobs=1)
     pooled = run(files, default_settings(), jobs=2)
     assert [d.to_dict() for d in pooled.diagnostics] == [d.to_dict() for d in alone.diagnostics]
