@@ -4,48 +4,20 @@ the catalogue (:mod:`gradlint.catalogue`) does not."""
 
 from __future__ import annotations
 
+import importlib
 from types import ModuleType
 
-from gradlint.rules import (
-    gl101_clip_per_micro_batch,
-    gl102_step_per_micro_batch,
-    gl103_zero_grad_per_micro_batch,
-    gl104_scheduler_per_micro_batch,
-    gl105_counter_per_micro_batch,
-    gl201_missing_accumulation_scaling,
-    gl202_fixed_divisor_partial_window,
-    gl203_mean_of_means,
-    gl204_double_accumulation_scaling,
-    gl301_clip_after_step,
-    gl302_scheduler_before_optimizer,
-    gl303_clip_before_unscale,
-    gl304_missing_zero_grad,
-    gl305_zero_grad_before_step,
-    gl401_dropped_final_window,
-    gl402_unsynced_accumulation,
-    gl403_off_by_one_gate,
-)
+from gradlint.catalogue import RULE_INFOS, RuleInfo
 from gradlint.rules.base import Finding, Rule
 
-RULE_MODULES: tuple[ModuleType, ...] = (
-    gl101_clip_per_micro_batch,
-    gl102_step_per_micro_batch,
-    gl103_zero_grad_per_micro_batch,
-    gl104_scheduler_per_micro_batch,
-    gl105_counter_per_micro_batch,
-    gl201_missing_accumulation_scaling,
-    gl202_fixed_divisor_partial_window,
-    gl203_mean_of_means,
-    gl204_double_accumulation_scaling,
-    gl301_clip_after_step,
-    gl302_scheduler_before_optimizer,
-    gl303_clip_before_unscale,
-    gl304_missing_zero_grad,
-    gl305_zero_grad_before_step,
-    gl401_dropped_final_window,
-    gl402_unsynced_accumulation,
-    gl403_off_by_one_gate,
-)
+
+def module_name(info: RuleInfo) -> str:
+    """The module of a catalogued rule: ``GL101`` ``clip-per-micro-batch`` is
+    ``gradlint.rules.gl101_clip_per_micro_batch``."""
+    return f"gradlint.rules.{info.code.lower()}_{info.name.replace('-', '_')}"
+
+
+RULE_MODULES: tuple[ModuleType, ...] = tuple(importlib.import_module(module_name(info)) for info in RULE_INFOS)
 """Every rule module, in code order."""
 
 
