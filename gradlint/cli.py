@@ -390,7 +390,7 @@ def _progress(quiet: bool) -> Iterator[Progress | None]:
 
 def _watch(once: Callable[[], int], job: _CheckJob, interval: float) -> int:
     """``--watch``: run ``once``, then again whenever a file to check appears, changes or goes
-    (polled every ``interval`` seconds) until Ctrl-C."""
+    (modification time and size, polled every ``interval`` seconds) until Ctrl-C."""
     click.echo("gradlint: watching for changes (Ctrl-C stops)", err=True)
     seen: dict[Path, tuple[int, int]] | None = None
     while True:
@@ -407,7 +407,7 @@ def _watch(once: Callable[[], int], job: _CheckJob, interval: float) -> int:
             except Failure as exc:
                 click.echo(f"gradlint: error: {exc}", err=True)
             sys.stdout.flush()
-            seen = _stamps(list(current))  # after a --fix run wrote them
+            seen = current  # as before the run: an edit during it (or --fix's own) runs it again
         time.sleep(interval)
 
 
