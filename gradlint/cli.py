@@ -39,8 +39,8 @@ from gradlint.reporters import DEFAULT_FORMAT, FORMATS, Report, ReportOptions, r
 from gradlint.reporters.progress import progress_wanted
 from gradlint.rule_docs import rule_record
 from gradlint.runner import DEFAULT_MAX_FILE_SIZE, Mode, Piped, Progress, RunResult, default_jobs, display_path, run
-from gradlint.show_settings import describe_settings
 from gradlint.settings import Settings, SettingsError
+from gradlint.show_settings import describe_settings
 
 # What only some commands and options need (the fixer, the analysis, rich) is imported where
 # it is used: a ``check`` that the cache answers loads none of it.
@@ -109,7 +109,7 @@ class _Group(click.Group):
     """The ``gradlint`` group: a usage error is one line on stderr (exit status 2), Ctrl-C
     exit status 130."""
 
-    def main(self, *args: Any, **kwargs: Any) -> Any:  # type: ignore[override]
+    def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         try:
             status = super().main(*args, **kwargs)

@@ -12,17 +12,29 @@ from __future__ import annotations
 import asyncio
 from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Any, Protocol
 
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from gradlint.explain import CallView, LoopView, explain_source
 from gradlint.lsp.positions import Point, from_client, split_lines, to_client
+from gradlint.lsp.settings_cache import SettingsCache
 from gradlint.prefilter import judge
 
-if TYPE_CHECKING:
-    from gradlint.lsp.server import GradlintServer
+
+class GradlintServer(Protocol):
+    """What these features use of :class:`gradlint.lsp.server.GradlintServer`."""
+
+    settings_cache: SettingsCache
+
+    @property
+    def workspace(self) -> Any: ...
+
+    @property
+    def encoding(self) -> str: ...
+
+    def feature(self, name: str, options: Any = None) -> Any: ...
 
 LABELS = {"micro": "micro", "update": "update", "every": "every iteration"}
 _EXECUTOR = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradlint-loops")
