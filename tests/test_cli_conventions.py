@@ -209,3 +209,22 @@ def test_ctrl_c_during_a_pooled_run_is_one_line_and_status_130(project: Path) ->
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
     assert (stdout, stderr) == ("", "gradlint: interrupted\n")
+
+
+PARTIAL_WINDOW = """\
+def train(model, loader, optimizer, scaler, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        scaler.scale(model(x, y)).backward()
+        if (step + 1) % accum_steps == 0 or step + 1 == len(loader):
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+"""
+
+
+def test_gl201_fix_message_quotes_the_divisor_it_inserts(project: Path) -> None:
+    (project / "train.py").write_text(PARTIAL_WINDOW)
+    [found] = json.loads(gradlint("check", "--no-cache", "--select", "GL201", "--format", "json", "train.py").stdout)
+    divisor = "min(accum_steps, len(loader) - step + step % accum_steps)"
+    assert found["fix"]["message"] == f"Divide the loss by `{divisor}`"
+    assert found["fix"]["edits"][0]["content"].endswith(f" / {divisor}")
