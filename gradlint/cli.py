@@ -219,7 +219,7 @@ def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignor
 
     The main options also come from GRADLINT_* environment variables: GRADLINT_OUTPUT_FORMAT,
     GRADLINT_SELECT, GRADLINT_IGNORE, GRADLINT_EXTEND_SELECT, GRADLINT_EXCLUDE,
-    GRADLINT_EXTEND_EXCLUDE, GRADLINT_CONFIG, GRADLINT_TARGET_VERSION, GRADLINT_UNSAFE_FIXES,
+    GRADLINT_EXTEND_EXCLUDE, GRADLINT_CONFIG (a file), GRADLINT_TARGET_VERSION, GRADLINT_UNSAFE_FIXES,
     GRADLINT_NO_CACHE, GRADLINT_JOBS (and GRADLINT_CACHE_DIR for the cache folder).
     """
     jobs = _whole_number("--jobs", jobs_text, minimum=1) if jobs_text is not None else default_jobs()

@@ -228,3 +228,20 @@ def test_gl201_fix_message_quotes_the_divisor_it_inserts(project: Path) -> None:
     divisor = "min(accum_steps, len(loader) - step + step % accum_steps)"
     assert found["fix"]["message"] == f"Divide the loss by `{divisor}`"
     assert found["fix"]["edits"][0]["content"].endswith(f" / {divisor}")
+
+
+def test_format_help_names_every_format_and_the_default() -> None:
+    from gradlint.reporters import DEFAULT_FORMAT, FORMATS
+
+    text = " ".join(gradlint("check", "--help").stdout.split())
+    start = text.index("Output format: ")
+    described = text[start:text.index("[default: ", start)]
+    for name in FORMATS:
+        assert f" {name}" in described.replace("json- lines", "json-lines"), name
+    assert f"[default: {DEFAULT_FORMAT}]" in text
+
+
+def test_gradlint_config_variable_names_a_configuration_file(project: Path) -> None:
+    (project / "other.toml").write_text('select = ["GL104"]\n')
+    result = gradlint("check", "--no-cache", "--format", "text", "pkg", env={"GRADLINT_CONFIG": "other.toml"})
+    assert [c for _, c in codes(result)] == ["GL104"]
