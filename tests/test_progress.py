@@ -48,9 +48,10 @@ def test_display_appears_after_the_delay_and_counts_files() -> None:
         assert out.getvalue() == ""  # a short run prints nothing
         clock.now += 1.5
         display(7, 10)
-        assert "Checking" in out.getvalue() and "7/10" in out.getvalue()
+        assert "Checking" in out.getvalue() and "7/10 0:00:01" in out.getvalue()
+        clock.now += 61
         display(10, 10)
-        assert "10/10" in out.getvalue()
+        assert "10/10 0:01:02" in out.getvalue()
 
 
 def test_runner_reports_progress_after_triage_and_each_file(tmp_path: Path) -> None:

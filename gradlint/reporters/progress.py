@@ -48,15 +48,17 @@ class ProgressDisplay:
         if self._progress is None:
             if self._clock() - self._started < self._delay:
                 return
-            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+            from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn
 
             self._progress = Progress(TextColumn("Checking"), BarColumn(), MofNCompleteColumn(),
-                                      TimeElapsedColumn(), console=self._console, auto_refresh=False,
+                                      TextColumn("{task.fields[elapsed]}"), console=self._console, auto_refresh=False,
                                       transient=True, redirect_stdout=False, redirect_stderr=False)
             self._progress.start()
-            self._task = self._progress.add_task("check", total=total)
+            self._task = self._progress.add_task("check", total=total, elapsed="")
         assert self._task is not None
-        self._progress.update(self._task, completed=done, total=total)
+        seconds = int(self._clock() - self._started)
+        elapsed = f"{seconds // 3600}:{seconds // 60 % 60:02d}:{seconds % 60:02d}"  # since the run began
+        self._progress.update(self._task, completed=done, total=total, elapsed=elapsed)
         self._progress.refresh()
 
     def __enter__(self) -> ProgressDisplay:
