@@ -82,8 +82,7 @@ def _exits(command: Callable[..., int | None]) -> Callable[..., None]:
             click.echo(f"gradlint: error: {exc}", err=True)
             status = 2
         except KeyboardInterrupt:
-            click.echo(_INTERRUPTED, err=True)
-            status = 130
+            interrupted()
         sys.exit(status)
 
     return run_command
@@ -105,24 +104,40 @@ class _Output:
         return 0 if self.exit_zero or not problems else 1
 
 
+class _Interrupted(Exception):
+    """Ctrl-C while click parses the command line (click would print a blank line first)."""
+
+
 class _Group(click.Group):
     """The ``gradlint`` group: a usage error is one line on stderr (exit status 2), Ctrl-C
     exit status 130."""
+
+    def invoke(self, ctx: click.Context) -> Any:
+        try:
+            return super().invoke(ctx)
+        except KeyboardInterrupt:
+            raise _Interrupted from None
 
     def main(self, *args: Any, **kwargs: Any) -> Any:
         kwargs["standalone_mode"] = False
         try:
             status = super().main(*args, **kwargs)
-        except click.exceptions.Abort:
-            click.echo(_INTERRUPTED, err=True)
-            sys.exit(130)
+        except (click.exceptions.Abort, _Interrupted):
+            interrupted()
         except click.ClickException as exc:
             click.echo(f"gradlint: error: {exc.format_message()}", err=True)
             sys.exit(exc.exit_code)
         sys.exit(status if isinstance(status, int) else 0)
 
 
-_INTERRUPTED = "gradlint: interrupted"
+def interrupted() -> NoReturn:
+    """Ctrl-C: one line, exit status 130. The process ends at once (``os._exit``): the pool's
+    workers are already stopped, and an interpreter shutting down after an interrupt may
+    still die of the signal itself (status -2) instead of the status asked for."""
+    click.echo("gradlint: interrupted", err=True)
+    sys.stdout.flush()
+    sys.stderr.flush()
+    os._exit(130)
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
@@ -254,18 +269,11 @@ def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignor
         return job.stdin(stdin_filename, fix)
     if show_files or show_settings:
         return job.show(show_settings)
-    if diff or not fix:
-        mode = Mode.DIFF if diff else Mode.CHECK
-    else:
-        mode = Mode.FIX
+    mode = Mode.DIFF if diff else Mode.FIX if fix else Mode.CHECK
     fixing = _Fixing(mode, unsafe_fixes, show_fixes, fix_only, exit_non_zero_on_fix)
-
-    def once() -> int:
-        return job.files(fixing, add_noqa)
-
     if watch:
-        return _watch(once, job, watch_interval)
-    return once()
+        return _watch(lambda: job.files(fixing, add_noqa), job, watch_interval)
+    return job.files(fixing, add_noqa)
 
 
 @dataclass(frozen=True)

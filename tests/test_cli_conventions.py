@@ -198,13 +198,19 @@ def test_watch_checks_again_after_an_edit_and_ctrl_c_ends_it(project: Path) -> N
                                             "gradlint: change detected, checking again", "gradlint: interrupted"]
 
 
+@pytest.mark.skipif(not Path("/proc/self/task").is_dir(), reason="finds the pool's workers through /proc")
 def test_ctrl_c_during_a_pooled_run_is_one_line_and_status_130(project: Path) -> None:
     many = project / "many"
     many.mkdir()
     for n in range(400):
         (many / f"train{n}.py").write_text(BAD.replace("def train(", f"def train{n}("))
     process = _spawn(["check", "--no-cache", "-j", "2", "many"], project)
-    time.sleep(1.5)
+    children = Path(f"/proc/{process.pid}/task/{process.pid}/children")
+    deadline = time.monotonic() + 60
+    while not (children.exists() and children.read_text().split()):  # the pool's workers run
+        assert process.poll() is None and time.monotonic() < deadline
+        time.sleep(0.02)
+    time.sleep(0.3)
     process.send_signal(signal.SIGINT)
     stdout, stderr = process.communicate(timeout=60)
     assert process.returncode == 130, stderr
