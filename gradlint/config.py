@@ -58,6 +58,7 @@ class Config:
     force_exclude: bool = False
     names: tuple[tuple[str, Kind], ...] = ()
     max_file_size: int | None = None
+    target_version: tuple[int, int] | None = None
     extends: tuple[Path, ...] = ()  # the files `extend` read, nearest first
 
 
@@ -72,6 +73,8 @@ class Overrides:
     extend_exclude: tuple[str, ...] = ()
     respect_gitignore: bool | None = None
     force_exclude: bool | None = None
+    ignore_noqa: bool = False
+    target_version: tuple[int, int] | None = None
 
 
 def _shown(path: Path) -> str:
@@ -133,6 +136,16 @@ def _bool(value: Any, where: str) -> bool:
     return value
 
 
+TARGET_VERSIONS = tuple(f"py3{minor}" for minor in range(8, 15))
+
+
+def parse_target_version(value: Any, where: str) -> tuple[int, int]:
+    """``"py312"`` as ``(3, 12)``; anything but one of :data:`TARGET_VERSIONS` raises."""
+    if not isinstance(value, str) or value.strip().lower() not in TARGET_VERSIONS:
+        raise SettingsError(f"{where}: expected one of {', '.join(TARGET_VERSIONS)}, got {value!r}")
+    return 3, int(value.strip()[3:])
+
+
 def _per_file_ignores(value: Any, where: str) -> tuple[tuple[str, tuple[str, ...]], ...]:
     if not isinstance(value, dict):
         raise SettingsError(f"{where}: expected a table of glob = [codes]")
@@ -167,7 +180,35 @@ _KEYS: dict[str, tuple[str, Callable[[Any, str], Any]]] = {
     "force-exclude": ("force_exclude", _bool),
     "names": ("names", _names),
     "max-file-size": ("max_file_size", _size),
+    "target-version": ("target_version", parse_target_version),
 }
+
+
+def parse_override(text: str) -> tuple[str, Any]:
+    """``--config KEY=VALUE``: the :class:`Config` field and validated value of one TOML
+    ``key = value`` line (``select = ["GL1"]``, ``max-file-size = 0``)."""
+    where = f"--config {text!r}"
+    try:
+        table = tomllib.loads(text)
+    except tomllib.TOMLDecodeError as exc:
+        raise SettingsError(f"{where}: not a TOML key = value ({exc})") from None
+    if len(table) != 1:
+        raise SettingsError(f"{where}: expected one key = value")
+    [(key, value)] = table.items()
+    if key not in _KEYS:
+        raise SettingsError(f"{where}: unknown key {key!r} (known keys: {', '.join(_KEYS)})")
+    field_name, validate = _KEYS[key]
+    return field_name, validate(value, where)
+
+
+def parse_per_file_ignore(text: str) -> tuple[str, tuple[str, ...]]:
+    """``--per-file-ignores GLOB:CODES`` (``tests/*.py:GL101,GL2``) as a (glob, codes) pair."""
+    glob, sep, codes = text.rpartition(":")
+    where = f"--per-file-ignores {text!r}"
+    if not sep or not glob:
+        raise SettingsError(f"{where}: expected GLOB:CODE[,CODE...]")
+    _check_pattern(glob, where)
+    return glob, _codes([c.strip() for c in codes.split(",") if c.strip()], where)
 
 
 def parse_config(table: dict[str, Any], path: Path, section: str, extending: tuple[Path, ...] = ()) -> Config:
@@ -332,20 +373,26 @@ class ConfigResolver:
     configuration files.
     """
 
-    def __init__(self, *, config: Path | None = None, isolated: bool = False) -> None:
+    def __init__(self, *, config: Path | None = None, isolated: bool = False,
+                 values: tuple[tuple[str, Any], ...] = ()) -> None:
         if config is not None and not isolated and not config.is_file():
             raise SettingsError(f"{config}: configuration file not found")
         self.config = config
         self.isolated = isolated
+        self.values = dict(values)  # --config KEY=VALUE: set in every configuration, as if written there
         self._folders: dict[Path, Config] = {}
 
     def for_path(self, path: Path) -> Config:
-        """The configuration for a file (or folder) ``path``."""
+        """The configuration for a file (or folder) ``path``, with the command line's values."""
         path = path.absolute()
         return self.for_folder(path if is_folder(path) else path.parent)
 
     def for_folder(self, folder: Path) -> Config:
-        """The configuration for files directly inside ``folder``."""
+        """The configuration for files directly inside ``folder``, with the command line's values."""
+        found = self._for_folder(folder)
+        return replace(found, **self.values) if self.values else found
+
+    def _for_folder(self, folder: Path) -> Config:
         if self.isolated:
             return Config(root=Path.cwd().absolute())
         if self.config is not None:
@@ -356,7 +403,7 @@ class ConfigResolver:
             found = self._own(folder)
             if found is None:
                 parent = folder.parent
-                found = Config(root=Path.cwd().absolute()) if parent == folder else self.for_folder(parent)
+                found = Config(root=Path.cwd().absolute()) if parent == folder else self._for_folder(parent)
             self._folders[folder] = found
         return found
 
@@ -398,7 +445,9 @@ def _base_settings(cfg: Config, overrides: Overrides) -> Settings:
     chosen = {code for code, info in CATALOGUE.items() if info.default}
     chosen = _layer(chosen, cfg.select, cfg.ignore, cfg.extend_select)
     chosen = _layer(chosen, overrides.select, overrides.ignore, overrides.extend_select)
-    return Settings(select=frozenset(chosen), extra_names=cfg.names)
+    target = overrides.target_version or cfg.target_version
+    return Settings(select=frozenset(chosen), extra_names=cfg.names, ignore_noqa=overrides.ignore_noqa,
+                    target_version=target)
 
 
 @lru_cache(maxsize=256)

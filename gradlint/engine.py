@@ -25,6 +25,7 @@ from gradlint.screen import screen
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode, parse_python, python_lines
 from gradlint.suppression import apply_suppressions
+from gradlint.target import newer_syntax
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False) -> list[Diagnostic]:
@@ -63,10 +64,12 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
     elif verdict is None:
         verdict = judge(source)
     if not verdict.training:
-        if verdict.suppressions and suppressions_wanted(settings) and _parses(source):
+        if verdict.suppressions and suppressions_wanted(settings) and not settings.ignore_noqa and _parses(source):
             return apply_suppressions([], source, path, settings)
         return []  # a file that does not parse has no analysis, so no suppression is "unused"
     scan = training_loops(source, path, settings, full=full) if verdict.loop else _judged(source, path)
+    if scan.error is not None and scan.error.message.startswith("syntax error") and newer_syntax(source, settings):
+        return []  # valid for the target version, which this Python cannot read: not analysed
     if scan.error is not None:
         return [scan.error] if settings.enabled(scan.error.code) else []
     found: dict[tuple[str, Span], Diagnostic] = {}
@@ -74,7 +77,7 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
         for diagnostic in _check(loop, path, settings):
             found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
     diagnostics = sorted(found.values(), key=Diagnostic.sort_key)
-    if not verdict.suppressions or (not diagnostics and not suppressions_wanted(settings)):
+    if settings.ignore_noqa or not verdict.suppressions or (not diagnostics and not suppressions_wanted(settings)):
         return diagnostics  # no suppression comment, or nothing to suppress and no GL900: skip tokenizing
     return apply_suppressions(diagnostics, source, path, settings)
 

@@ -17,9 +17,10 @@ import enum
 import gc
 import multiprocessing
 import os
+import signal
 import sys
 import threading
-from collections.abc import Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -156,6 +157,9 @@ class Piped:
     data: bytes
 
 
+Progress = Callable[[int, int], None]
+"""The progress hook of :func:`run`: called with (files done, files in all) as files finish."""
+
 Outcome = list[Diagnostic] | FileFix | None
 """What linting one file gave: its diagnostics (checking), its fix (fixing), or None when
 it ran out of its time budget."""
@@ -179,7 +183,8 @@ class _Task:
 
 def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settings], *, jobs: int = 1,
         cache: Cache | None = None, max_file_size: int | Mapping[Path, int] = DEFAULT_MAX_FILE_SIZE,
-        timeout: float = DEFAULT_TIMEOUT, mode: Mode = Mode.CHECK, unsafe: bool = False) -> RunResult:
+        timeout: float = DEFAULT_TIMEOUT, mode: Mode = Mode.CHECK, unsafe: bool = False,
+        progress: Progress | None = None) -> RunResult:
     """Lint, or with ``mode`` fix, every file in ``paths``, with one settings value or one per path.
 
     ``jobs`` processes do the files the cache cannot answer (1: this process only);
@@ -190,6 +195,8 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
     its bytes. Fixing, ``unsafe`` fixes are applied too, and ``fixes`` holds one
     :class:`FileFix` per file checked, in the order given (``Mode.FIX`` writes them back).
     The diagnostics (what remains, fixing) come sorted, the same for any ``jobs``.
+    ``progress`` (optional) hears how many files are done after triage and after each
+    file linted.
     """
     result = RunResult()
     found: list[Outcome] = [[] for _ in paths]
@@ -225,7 +232,13 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
     if cache is not None:
         cache.save_index()
     out_of_time: set[int] = set()
+    done = len(paths) - len(tasks)
+    if progress is not None:
+        progress(done, len(paths))
     for task, outcome in _lint_tasks(tasks, jobs, cache):
+        done += 1
+        if progress is not None:
+            progress(done, len(paths))
         if outcome is None:
             out_of_time.add(task.index)
             if mode is not Mode.CHECK:
@@ -298,7 +311,7 @@ def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[
                 yield _lint_task(task, cache)
             return
         chunks = _chunks(tasks, jobs * _CHUNKS_PER_WORKER)
-        with _context().Pool(min(jobs, len(chunks))) as pool:
+        with _context().Pool(min(jobs, len(chunks)), initializer=_ignore_interrupts) as pool:
             for done in pool.imap_unordered(partial(_lint_chunk, cache=cache), chunks):
                 yield from done
 
@@ -320,6 +333,12 @@ def _fewer_collections() -> Iterator[None]:
     finally:
         gc.set_threshold(*thresholds)
         gc.unfreeze()
+
+
+def _ignore_interrupts() -> None:
+    """In a worker: leave Ctrl-C to the main process, which stops the pool (no traceback
+    from every worker)."""
+    signal.signal(signal.SIGINT, signal.SIG_IGN)
 
 
 def _chunks(tasks: list[_Task], count: int) -> list[list[_Task]]:

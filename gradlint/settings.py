@@ -18,6 +18,8 @@ class Settings:
 
     select: frozenset[str] = frozenset()
     extra_names: tuple[tuple[str, Kind], ...] = ()
+    ignore_noqa: bool = False  # --ignore-noqa: suppression comments suppress nothing
+    target_version: tuple[int, int] | None = None  # --target-version: the Python the code is written for
 
     @property
     def names(self) -> dict[str, Kind]:

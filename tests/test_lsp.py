@@ -434,12 +434,14 @@ async def test_requests_are_answered_while_a_large_file_is_linted(shared_client:
 
 
 @SHARED_LOOP
-async def test_hover_outside_a_noqa_code_is_empty(shared_client: LanguageClient, folder: Path):
+async def test_hover_outside_a_noqa_code_and_a_training_call_is_empty(shared_client: LanguageClient,
+                                                                        folder: Path):
     client = shared_client
     uri = _open(client, folder / "train.py", CLIP_PER_MICRO_BATCH)
-    hover = await client.text_document_hover_async(types.HoverParams(
-        text_document=types.TextDocumentIdentifier(uri=uri), position=types.Position(8, 20)))
-    assert hover is None
+    for position in (types.Position(6, 20), types.Position(4, 8)):  # model(batch); the for header
+        hover = await client.text_document_hover_async(types.HoverParams(
+            text_document=types.TextDocumentIdentifier(uri=uri), position=position))
+        assert hover is None
 
 
 async def test_pull_diagnostics(pull_client: LanguageClient, tmp_path: Path):

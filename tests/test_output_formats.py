@@ -180,8 +180,27 @@ def test_statistics(project: Path) -> None:
         "[*] 2 fixable with the --fix option (2 hidden fixes can be enabled with the --unsafe-fixes option).",
     ]
     data = json.loads(gradlint("check", "--statistics", "--format", "json", ".").stdout)
-    assert data == [{"code": "GL101", "name": "clip-per-micro-batch", "count": 2, "fixable": True},
-                    {"code": "GL104", "name": "scheduler-per-micro-batch", "count": 2, "fixable": False}]
+    assert data == [{"code": "GL101", "name": "clip-per-micro-batch", "count": 2, "fixable": True, "fixable_count": 2},
+                    {"code": "GL104", "name": "scheduler-per-micro-batch", "count": 2, "fixable": False,
+                     "fixable_count": 0}]
+
+
+def test_statistics_marks_and_summary_agree_with_unsafe_fixes(project: Path) -> None:
+    """With --unsafe-fixes GL104's unsafe fix counts as fixable in the marks, the hint and
+    the statistics alike."""
+    (project / "more.py").write_text(BAD)
+    concise = gradlint("check", "--format", "concise", "--unsafe-fixes", ".").stdout.splitlines()
+    assert sum(" [*] " in line for line in concise) == 4
+    assert concise[-1] == "[*] 4 fixable with the --fix option."
+    result = gradlint("check", "--statistics", "--unsafe-fixes", ".")
+    assert result.stdout.splitlines() == [
+        "2  GL101  [*] clip-per-micro-batch",
+        "2  GL104  [*] scheduler-per-micro-batch",
+        "Found 4 problems in 2 files.",
+        "[*] 4 fixable with the --fix option.",
+    ]
+    data = json.loads(gradlint("check", "--statistics", "--unsafe-fixes", "--format", "json", ".").stdout)
+    assert [(d["code"], d["fixable"], d["fixable_count"]) for d in data] == [("GL101", True, 2), ("GL104", True, 2)]
 
 
 def test_quiet_drops_the_summary(project: Path) -> None:

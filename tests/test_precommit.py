@@ -122,3 +122,25 @@ def test_hook_definitions() -> None:
         assert hook["language"] == "python"
     assert hooks["gradlint-fix"]["entry"].split()[:3] == ["gradlint", "check", "--force-exclude"]
     assert "--fix" in hooks["gradlint-fix"]["entry"].split()
+
+
+def test_readme_snippet_pins_a_commit_and_names_real_hooks() -> None:
+    """The README's pre-commit snippet: a full commit hash as ``rev:`` (no release tags yet),
+    hook ids that .pre-commit-hooks.yaml declares, each hook with its minimum pre-commit
+    version and the Python file types."""
+    import re
+
+    import yaml
+
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    section = readme[readme.index("### pre-commit\n"):]
+    snippet = re.search(r"```yaml\n(.*?)```", section, re.S)
+    assert snippet is not None
+    config = yaml.safe_load(snippet.group(1))
+    [repo] = config["repos"]
+    assert re.fullmatch(r"[0-9a-f]{40}", repo["rev"])
+    hooks = {hook["id"]: hook for hook in yaml.safe_load((ROOT / ".pre-commit-hooks.yaml").read_text())}
+    assert [hook["id"] for hook in repo["hooks"]] == ["gradlint"] and set(hooks) == {"gradlint", "gradlint-fix"}
+    for hook in hooks.values():
+        assert hook["minimum_pre_commit_version"] == "2.9.2"
+        assert hook["types_or"] == ["python", "pyi", "jupyter"]

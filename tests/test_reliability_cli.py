@@ -106,7 +106,7 @@ def test_any_option_values_run_or_fail_in_one_line(options: list[tuple[str, str]
     ("select = 1", "gradlint.toml: top level select: expected a list of strings"),
     ("ignore = \"GL101\"", "gradlint.toml: top level ignore: expected a list of strings"),
     ("bogus = 1", ("gradlint.toml: unknown key 'bogus' in top level (known keys: extend, select, ignore, extend-select, "
-                  "per-file-ignores, exclude, extend-exclude, respect-gitignore, force-exclude, names, max-file-size)")),
+                  "per-file-ignores, exclude, extend-exclude, respect-gitignore, force-exclude, names, max-file-size, target-version)")),
     ("exclude = [\"[z-a]\"]", ("gradlint.toml: top level exclude: invalid pattern '[z-a]' "
                               "(bad character range z-a at position 10)")),
     ("extend-exclude = [\"!\"]", ("gradlint.toml: top level extend-exclude: invalid pattern '!' "

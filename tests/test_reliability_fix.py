@@ -50,7 +50,7 @@ def test_the_safety_check_sees_what_a_broken_fix_would_do(after: str, message: s
 
 
 @pytest.mark.parametrize(("before", "after", "message"), [
-    (BEFORE, BEFORE.replace("loss.backward()", "(loss / accum).backward()"), "Divide the loss by accum"),
+    (BEFORE, BEFORE.replace("loss.backward()", "(loss / accum).backward()"), "Divide the loss by `accum`"),
     (BEFORE, BEFORE.replace("    loss.backward()\n", ""), "Remove `loss.backward()`: ..."),
     (BEFORE, BEFORE.replace("    log(loss)  # keep me\n", "    if ready:\n        log(loss)  # keep me\n"), "Wrap"),
     ("x = 1\nif clipping:\n    clip()\n", "x = 1\n", "Remove `clip()`: ..."),

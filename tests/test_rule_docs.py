@@ -82,11 +82,12 @@ def test_documents_agree_with_the_spec_table() -> None:
         assert (doc.name, doc.severity) == spec[code], code
 
 
-def test_rule_prints_the_rendered_document() -> None:
+def test_rule_prints_the_markdown_document_when_piped() -> None:
+    """Piped, the document is printed as written: links and inline code survive."""
     result = gradlint("rule", "GL101")
     assert result.exit_code == 0
-    assert "GL101: clip-per-micro-batch" in result.stdout
-    assert "What it does" in result.stdout and "## What it does" not in result.stdout
+    assert result.stdout == (ROOT / "rules" / "GL101.md").read_text(encoding="utf-8").rstrip("\n") + "\n"
+    assert "## What it does" in result.stdout and "`" in result.stdout
     assert "torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm=1.0)" in result.stdout
     assert gradlint("rule", "gl900").stdout == gradlint("rule", "GL900").stdout
 

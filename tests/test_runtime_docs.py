@@ -27,4 +27,4 @@ def test_gradlint_rule_prints_the_runtime_check() -> None:
     result = subprocess.run([sys.executable, "-m", "gradlint", "rule", "GL305"], capture_output=True, text=True,
                             env={"COLUMNS": "200", "PATH": ""}, check=True)
     assert "Runtime check" in result.stdout
-    assert "optimizer.zero_grad() after the window's last backward call and before its step." in result.stdout
+    assert "`optimizer.zero_grad()` after the window's last backward call and before its step." in result.stdout

@@ -1,4 +1,4 @@
-"""The gradlint language server (pygls 2): diagnostics, code actions and hover over stdio.
+"""The gradlint language server (pygls 2): diagnostics, code actions, hover and inlay hints over stdio.
 
 Lint runs on a worker thread, never on the event loop, so hover and code-action requests are
 answered while a large file is analysed. Pushed diagnostics are debounced on change and
@@ -33,6 +33,8 @@ from gradlint.fixer import fix_source
 from gradlint.lsp.actions import FIX_ALL, ActionBuilder, code_actions, wants
 from gradlint.lsp.convert import lsp_diagnostic, whole_text_edit
 from gradlint.lsp.docs import rule_doc
+from gradlint.lsp.loop_view import loop_hover
+from gradlint.lsp.loop_view import register as register_loop_view
 from gradlint.lsp.noqa import code_at
 from gradlint.lsp.positions import UTF16, Point, from_client, split_lines
 from gradlint.lsp.settings_cache import SettingsCache
@@ -341,17 +343,19 @@ def build_server() -> GradlintServer:
         return actions or None
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
-    def hover(ls: GradlintServer, params: types.HoverParams) -> types.Hover | None:
+    async def hover(ls: GradlintServer, params: types.HoverParams) -> types.Hover | None:
         document = ls.workspace.get_text_document(params.text_document.uri)
         lines = split_lines(document.source)
         position = params.position
         line, column = from_client(lines, Point(position.line, position.character), ls.encoding)
         code = code_at(lines[line], column)
         doc = rule_doc(code) if code else None
-        if doc is None:
-            return None
+        if doc is None:  # not a code in a noqa comment: maybe a training call
+            return await loop_hover(ls, params.text_document.uri, document.source,
+                                    Point(position.line, position.character))
         return types.Hover(contents=types.MarkupContent(kind=types.MarkupKind.Markdown, value=doc))
 
+    register_loop_view(server)
     return server
 
 

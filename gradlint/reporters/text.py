@@ -158,14 +158,18 @@ def _fix_diff(diagnostic: Diagnostic, text: str) -> list[Text]:
 
 
 def render_statistics(report: Report, out: TextIO, options: ReportOptions, as_json: bool) -> None:
-    """How many findings each rule has, most first: ``count  code  [*] name`` or JSON."""
+    """How many findings each rule has, most first: ``count  code  [*] name`` or JSON; ``[*]``
+    marks a rule with a finding ``--fix`` would fix (with ``--unsafe-fixes``: unsafe fixes too),
+    as in the other formats."""
     counts: dict[str, list[Diagnostic]] = {}
     for diagnostic in report.diagnostics:
         counts.setdefault(diagnostic.code, []).append(diagnostic)
     rows = sorted(counts.items(), key=lambda item: (-len(item[1]), item[0]))
     if as_json:
         data = [{"code": code, "name": found[0].name, "count": len(found),
-                 "fixable": any(_safe(d) for d in found)} for code, found in rows]
+                 "fixable": any(applicable(d.fix, options.unsafe_fixes) for d in found),
+                 "fixable_count": sum(applicable(d.fix, options.unsafe_fixes) for d in found)}
+                for code, found in rows]
         json.dump(data, out, indent=2)
         out.write("\n")
         return
@@ -174,13 +178,10 @@ def render_statistics(report: Report, out: TextIO, options: ReportOptions, as_js
     for code, found in rows:
         row = Text(f"{len(found):>{width}}  ")
         row.append(code, style=_STYLE[found[0].severity])
-        row.append(f"  {'[*]' if any(_safe(d) for d in found) else '   '} {found[0].name}")
+        fixable = any(applicable(d.fix, options.unsafe_fixes) for d in found)
+        row.append(f"  {'[*]' if fixable else '   '} {found[0].name}")
         console.print(row)
     if not options.quiet:
         for line in _closing(report, options):
             console.print(line)
 
-
-def _safe(diagnostic: Diagnostic) -> bool:
-    fix = diagnostic.fix
-    return fix is not None and fix.applicability is Applicability.SAFE and bool(fix.edits)

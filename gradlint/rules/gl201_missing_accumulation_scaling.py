@@ -83,7 +83,7 @@ def _divide_loss(loop: TrainingLoop, backward: Event) -> Change | None:
     loss, divisor = backward.unscaled_loss, _window_size(loop)
     if loss is None or divisor is None:
         return None
-    return Change(f"Divide the loss by {divisor.strip('()')}", edit.divide(loop, loss, divisor))
+    return Change(f"Divide the loss by `{divisor}`", edit.divide(loop, loss, divisor))
 
 
 def _window_size(loop: TrainingLoop) -> str | None:
