@@ -148,6 +148,11 @@ class UnitFilter:
         names = frozenset(_IDENTIFIER.findall(body))
         return ("step" in body or bool(names & self._steppers)) and ("backward" in body or bool(names & self._backwards))
 
+    def names_any(self, unit: Unit, names: frozenset[str]) -> bool:
+        """Whether ``unit``'s text holds one of ``names`` as an identifier (a call that may
+        reach a training function of another module of the project)."""
+        return bool(names) and not names.isdisjoint(_IDENTIFIER.findall(self._text(unit)))
+
 
 def _spreading(texts: dict[str, str], idents: dict[str, frozenset[str]], words: tuple[str, ...],
                seed: set[str]) -> frozenset[str]:

@@ -27,16 +27,37 @@ class ProjectIndex:
     def __init__(self, texts: Mapping[Path, str] | None = None) -> None:
         self._texts = {path.absolute(): text for path, text in (texts or {}).items()}
         self._by_digest: dict[tuple[Path, str], tuple[ast.Module, ModuleSymbols] | None] = {}
+        self._disk: dict[Path, tuple[tuple[int, int], str | None]] = {}
+
+    def use_text(self, path: Path, text: str, tree: ast.Module | None = None) -> None:
+        """Read ``text`` as the module at ``path`` from now on (the buffer being linted);
+        ``tree`` is its ``ast`` tree when the caller has parsed it already."""
+        path = path.absolute()
+        self._texts[path] = text
+        key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
+        if tree is not None and key not in self._by_digest:
+            self._by_digest[key] = tree, read_symbols(tree, path, project_root(path))
 
     def text(self, path: Path) -> str | None:
-        """The module's text (an editor's buffer first), None when it cannot be read or decoded."""
+        """The module's text (an editor's buffer first), None when it cannot be read or decoded.
+        A file is read again only when its size or modification time changed."""
         path = path.absolute()
         if path in self._texts:
             return self._texts[path]
         try:
-            return decode(path.read_bytes()).text
-        except (OSError, SourceError):
+            status = path.stat()
+        except OSError:
             return None
+        stamp = (status.st_size, status.st_mtime_ns)
+        known = self._disk.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        try:
+            text: str | None = decode(path.read_bytes()).text
+        except (OSError, SourceError):
+            text = None
+        self._disk[path] = (stamp, text)
+        return text
 
     def digest(self, path: Path) -> str | None:
         """The content digest of the module's text (what a cached result that used it records)."""
