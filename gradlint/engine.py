@@ -38,7 +38,8 @@ def lint_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False
     return analyse_bytes(data, path, settings, full=full)
 
 
-def analyse_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False) -> list[Diagnostic]:
+def analyse_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False,
+                  uses: dict[Path, str] | None = None) -> list[Diagnostic]:
     """Decode ``data`` like Python does, then lint it; undecodable text is a GL000.
 
     The caller has found the bytes :func:`gradlint.prefilter.worth_reading` (the runner does).
@@ -47,11 +48,12 @@ def analyse_bytes(data: bytes, path: str, settings: Settings, *, full: bool = Fa
         text = decode(data).text
     except SourceError as exc:
         return _syntax_error(path, exc.message, exc.line, exc.column, settings)
-    return lint_source(text, path, settings, full=full)
+    return lint_source(text, path, settings, full=full, uses=uses)
 
 
 def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict | None = None,
-                full: bool = False, project: ProjectIndex | None = None) -> list[Diagnostic]:
+                full: bool = False, project: ProjectIndex | None = None,
+                uses: dict[Path, str] | None = None) -> list[Diagnostic]:
     """All diagnostics for one module's text, suppression comments applied, sorted by line,
     column and code.
 
@@ -72,6 +74,8 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
     # a module without a step or a backward of its own may reach one in a module it imports
     reads_loops = verdict.loop or "import" in source
     scan = training_loops(source, path, settings, full=full, project=project) if reads_loops else _judged(source, path)
+    if uses is not None:
+        uses.update(scan.used)
     if scan.error is not None:
         return [scan.error] if settings.enabled(scan.error.code) else []
     found: dict[tuple[str, Span], Diagnostic] = {}

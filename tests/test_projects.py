@@ -11,8 +11,11 @@ import pytest
 from conftest import FIXTURES, expected_markers
 from samples import gradlint
 
+from gradlint import runner as runner_module
+from gradlint.cache import CACHE_DIR_NAME, Cache
 from gradlint.engine import lint_source
 from gradlint.project.index import ProjectIndex
+from gradlint.runner import run
 from gradlint.settings import default_settings
 
 PROJECTS = FIXTURES / "projects"
@@ -153,3 +156,28 @@ def test_an_attribute_of_two_kinds_has_none(tmp_path: Path) -> None:
     clashing = ONE_OPTIMIZER + LATER_A_SCHEDULER
     _write(tmp_path / "two", {"t.py": clashing})
     assert lint_source(clashing, str(tmp_path / "two" / "t.py"), default_settings()) == []
+
+
+def test_editing_a_helper_re_lints_the_files_that_use_it(copies: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cached result records the digests of the project modules it read: unchanged, the
+    run is answered from the cache; once the helper no longer steps, the loop is linted again
+    and has no update left to check."""
+    project = copies / "trainer_package"
+    loop = Path("projects/trainer_package/trainer/loop.py")
+    cache = Cache(project / CACHE_DIR_NAME)
+    first = run([loop], default_settings(), cache=cache)
+    assert [(d.line, d.code) for d in first.diagnostics] == [(15, "GL201")]
+    linted: list[Path] = []
+    real = runner_module._lint_task
+
+    def counting(task: runner_module._Task, cache: Cache | None) -> object:
+        linted.append(task.path)
+        return real(task, cache)
+
+    monkeypatch.setattr(runner_module, "_lint_task", counting)
+    again = run([loop], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    assert linted == [] and [(d.line, d.code) for d in again.diagnostics] == [(15, "GL201")]
+    helper = project / "trainer" / "helpers.py"
+    helper.write_text(helper.read_text(encoding="utf-8").replace("    optimizer.step()\n", ""), encoding="utf-8")
+    edited = run([loop], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    assert linted == [loop] and edited.diagnostics == []

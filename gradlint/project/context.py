@@ -38,9 +38,10 @@ class ProjectContext:
         self.path = path.absolute()
         self.index = index if index is not None else ProjectIndex()
         self.index.use_text(self.path, text, tree)
+        self.used: dict[Path, str] = {}  # the other modules this lint read, with their digests
+        self.index.record_reads(self.used, self.path)
         self.kinds = KindReader(self.index)
         self.extra_names = extra_names
-        self.used: dict[Path, str] = {}  # the other modules this lint read, with their digests
         self._foreign: dict[Path, ForeignModule | None] = {}
 
     def unit_facts(self, path: Path, unit: Unit, facts: ModuleFacts) -> ModuleFacts:
@@ -118,10 +119,8 @@ class ProjectContext:
 
     def _screen(self, path: Path) -> ForeignModule | None:
         text = self.index.text(path)
-        digest = self.index.digest(path)
-        if text is None or digest is None:
+        if text is None:
             return None
-        self.used[path] = digest
         try:
             screened = screen(text, self.extra_names)
         except (SyntaxError, RecursionError, MemoryError):
