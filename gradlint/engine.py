@@ -24,10 +24,14 @@ from gradlint.prefilter import EVERYTHING, UnitFilter, Verdict, judge, suppressi
 from gradlint.project.context import ProjectContext
 from gradlint.project.index import ProjectIndex
 from gradlint.rules import RULES
-from gradlint.screen import screen
+from gradlint.screen import Screen, screen
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode, parse_python, python_lines
 from gradlint.suppression import apply_suppressions
+
+_PROCESS_INDEX = ProjectIndex()
+"""The project modules this process has read, by content digest (files are read again when
+they change on disk): what a lint shares with the next when its caller keeps no index."""
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False) -> list[Diagnostic]:
@@ -127,7 +131,18 @@ def training_loops(source: str, path: str, settings: Settings, *, full: bool = F
         return LoopScan(error=_syntax_diagnostic(path, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1))
     except (RecursionError, MemoryError):
         return LoopScan(error=_syntax_diagnostic(path, "file is too deeply nested to analyse", 1, 1))
-    context = ProjectContext(Path(path), source, project, settings.names, screened.tree)
+    index = _PROCESS_INDEX if project is None else project
+    context = ProjectContext(Path(path), source, index, settings.names, screened.tree)
+    try:
+        return _loops(screened, source, path, context, full)
+    finally:
+        index.record_reads(None)
+        if project is None:  # the next lint reads this module from disk, as it is there
+            index.forget_text(Path(path))
+
+
+def _loops(screened: Screen, source: str, path: str, context: ProjectContext, full: bool) -> LoopScan:
+    """The loops of a screened module read as part of its project."""
     reaching = context.reaching_names()
     project_callers = [unit for unit, calls in screened.callers if calls & reaching]
     roots = screened.units + (screened.other_units if full else project_callers)

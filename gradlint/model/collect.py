@@ -16,7 +16,7 @@ from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 
 LOOPS = (cst.For, cst.While)
-_INLINE_DEPTH = 8
+_INLINE_DEPTH = 4
 """How many calls deep helpers are followed (a cycle is never entered twice)."""
 Resolver = Callable[[cst.Call, UnitModel], "UnitModel | None"]
 _SCOPES_SKIPPED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)

@@ -16,7 +16,7 @@ from pathlib import Path
 from gradlint.names import Kind
 from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader, ObjectKinds, local_kinds
-from gradlint.project.symbols import ClassInfo, Definition
+from gradlint.project.symbols import ClassInfo, Definition, Target
 from gradlint.screen import ModuleFacts, Screen, Unit, screen
 from gradlint.source import python_lines
 
@@ -73,23 +73,42 @@ class ProjectContext:
         return (method, cls) if method is not None and _covers(unit, method) else (None, cls)
 
     def reaching_names(self) -> frozenset[str]:
-        """Names through which a unit of the linted module may call into another project module:
-        names it imports from the project, and methods its classes inherit from project bases."""
+        """Names through which a unit of the linted module may call a training function of
+        another project module: names it imports that stand for one (or for a class or module
+        holding one), and training methods its classes inherit from project bases."""
         symbols = self.index.symbols(self.path)
         if symbols is None:
             return frozenset()
-        names = set(symbols.imports)
+        names = {name for name, target in symbols.imports.items() if self._trains(target)}
         for cls in symbols.classes.values():
             for base in self.kinds.project_bases(cls):
-                names |= self._methods(base, set())
+                names |= self._training_methods(base, set())
         return frozenset(names)
 
-    def _methods(self, cls: ClassInfo, seen: set[ClassInfo]) -> set[str]:
+    def _trains(self, target: Target) -> bool:
+        """Whether an imported module, function or class holds a training function."""
+        module = self.module(target.path)
+        if module is None or not module.screened.units:
+            return False
+        if not target.attribute:
+            return True
+        found = self.index.lookup(target.path, target.attribute)
+        if isinstance(found, Definition):
+            return self._is_training(found)
+        if isinstance(found, ClassInfo):
+            return bool(self._training_methods(found, set()))
+        return False
+
+    def _is_training(self, definition: Definition) -> bool:
+        module = self.module(definition.path)
+        return module is not None and training_unit(module, definition) is not None
+
+    def _training_methods(self, cls: ClassInfo, seen: set[ClassInfo]) -> set[str]:
         seen.add(cls)
-        names = set(cls.methods)
+        names = {name for name, method in cls.methods.items() if self._is_training(method)}
         for base in self.kinds.project_bases(cls):
             if base not in seen:
-                names |= self._methods(base, seen)
+                names |= self._training_methods(base, seen)
         return names
 
     def reach(self, path: Path, dotted: str, class_name: str | None) -> Definition | None:
@@ -114,13 +133,11 @@ class ProjectContext:
         """The screen of another project module (read once per lint)."""
         path = path.absolute()
         if path not in self._foreign:
-            self._foreign[path] = self._screen(path)
+            kind = ("screen", frozenset((self.extra_names or {}).items()))
+            self._foreign[path] = self.index.derived(path, kind, self._screen)
         return self._foreign[path]
 
-    def _screen(self, path: Path) -> ForeignModule | None:
-        text = self.index.text(path)
-        if text is None:
-            return None
+    def _screen(self, path: Path, text: str) -> ForeignModule | None:
         try:
             screened = screen(text, self.extra_names)
         except (SyntaxError, RecursionError, MemoryError):

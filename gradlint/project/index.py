@@ -10,12 +10,20 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
+from typing import TypeVar, cast
 
 from gradlint.project.layout import module_file, project_root
 from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols, read_symbols
 from gradlint.source import SourceError, decode, parse_python
+
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+
+_MAX_MODULES = 256
+"""How many modules' trees (and screens) an index keeps, the most recently used first."""
 
 _MAX_HOPS = 32
 """How many modules, re-exports and bases one look-up may pass through (a cycle ends there)."""
@@ -34,6 +42,13 @@ def module_digest(path: Path) -> str | None:
         return None
 
 
+def _keep(table: dict[K, V], key: K, value: V) -> None:
+    """Store ``key`` last in ``table``, dropping the oldest entries beyond ``_MAX_MODULES``."""
+    table[key] = value
+    while len(table) > _MAX_MODULES:
+        del table[next(iter(table))]
+
+
 class ProjectIndex:
     """Symbols of the project's modules by path, and look-ups through them."""
 
@@ -42,6 +57,7 @@ class ProjectIndex:
         self._by_digest: dict[tuple[Path, str], tuple[ast.Module, ModuleSymbols] | None] = {}
         self._disk: dict[Path, tuple[tuple[int, int], tuple[str, str] | None]] = {}
         self._log: dict[Path, str] | None = None
+        self._derived: dict[tuple[object, Path, str], object] = {}
         self._linted: Path | None = None
 
     def use_text(self, path: Path, text: str, tree: ast.Module | None = None) -> None:
@@ -52,6 +68,10 @@ class ProjectIndex:
         key = (path, self._texts[path][1])
         if tree is not None and key not in self._by_digest:
             self._by_digest[key] = tree, read_symbols(tree, path, project_root(path))
+
+    def forget_text(self, path: Path) -> None:
+        """Read the module at ``path`` from disk again (its editor buffer was closed)."""
+        self._texts.pop(path.absolute(), None)
 
     def record_reads(self, log: dict[Path, str] | None, linted: Path | None = None) -> None:
         """From now on note in ``log`` every module read (path: digest) but ``linted``."""
@@ -106,14 +126,29 @@ class ProjectIndex:
         if self._log is not None and path != self._linted:
             self._log[path] = read[1]
         text, key = read[0], (path, read[1])
-        if key not in self._by_digest:
+        if key in self._by_digest:
+            found = self._by_digest.pop(key)  # kept as the most recently used
+        else:
             try:
                 tree = parse_python(text)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self._by_digest[key] = None
+                found = None
             else:
-                self._by_digest[key] = tree, read_symbols(tree, path, project_root(path))
-        return self._by_digest[key]
+                found = tree, read_symbols(tree, path, project_root(path))
+        _keep(self._by_digest, key, found)
+        return found
+
+    def derived(self, path: Path, kind: Hashable, make: Callable[[Path, str], T]) -> T | None:
+        """``make(path, text)`` for the module's current text, computed once per content digest
+        and ``kind`` (what ``make`` computes); None when the module cannot be read."""
+        read = self.text(path)
+        digest = self.digest(path)
+        if read is None or digest is None:
+            return None
+        key = (kind, path.absolute(), digest)
+        value = self._derived.pop(key) if key in self._derived else make(path.absolute(), read)
+        _keep(self._derived, key, value)
+        return cast(T, value)  # stored by ``make`` under its own ``kind``
 
     def lookup(self, path: Path, dotted: str) -> Definition | ClassInfo | None:
         """What ``dotted`` (``f``, ``C``, ``C.m``, ``mod.f``, ``pkg.mod.C.m``) names in module
