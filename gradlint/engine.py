@@ -9,7 +9,8 @@ server call :func:`lint_source` or :func:`analyse_bytes`.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -32,6 +33,20 @@ from gradlint.suppression import apply_suppressions
 _PROCESS_INDEX = ProjectIndex()
 """The project modules this process has read, by content digest (files are read again when
 they change on disk): what a lint shares with the next when its caller keeps no index."""
+
+
+_RECORDING: list[dict[Path, str]] = []
+
+
+@contextmanager
+def recording_uses() -> Iterator[dict[Path, str]]:
+    """Collect the other project modules (path: digest) that every lint in the block reads."""
+    record: dict[Path, str] = {}
+    _RECORDING.append(record)
+    try:
+        yield record
+    finally:
+        _RECORDING.remove(record)
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False) -> list[Diagnostic]:
@@ -78,8 +93,8 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
     # a module without a step or a backward of its own may reach one in a module it imports
     reads_loops = verdict.loop or "import" in source
     scan = training_loops(source, path, settings, full=full, project=project) if reads_loops else _judged(source, path)
-    if uses is not None:
-        uses.update(scan.used)
+    for record in [uses] if uses is not None else _RECORDING[-1:]:
+        record.update(scan.used)
     if scan.error is not None:
         return [scan.error] if settings.enabled(scan.error.code) else []
     found: dict[tuple[str, Span], Diagnostic] = {}

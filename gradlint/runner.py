@@ -389,14 +389,15 @@ def _fix_task(task: _Task, cache: Cache | None) -> FileFix | None:
         outcome.remaining = _io_error(task.shown, exc, task.settings)
         return outcome
     notebook = _is_notebook(task.path)
-    uses: dict[Path, str] | None = {}
+    from gradlint.engine import recording_uses  # the analysis is needed anyway
+
     try:
-        with time_budget(task.timeout):
+        with time_budget(task.timeout), recording_uses() as uses:
             fixed = fix_data(data, task.path, task.shown, task.settings, task.unsafe, notebook)
             if fixed is None:
-                outcome.remaining = _lint_data(data, task.shown, task.settings, notebook, uses)
+                outcome.remaining = _lint_data(data, task.shown, task.settings, notebook)
             else:
-                outcome, uses = fixed, None  # the modules its analysis read are not known
+                outcome = fixed
     except AnalysisTimeout:
         return None
     if task.mode is Mode.FIX and task.data is None and outcome.output is not None:
@@ -405,7 +406,7 @@ def _fix_task(task: _Task, cache: Cache | None) -> FileFix | None:
         except OSError as exc:
             outcome.unchanged(exc.strerror or str(exc), lint_file(task.path, task.settings))
             return outcome
-    if cache is not None and uses is not None and not notebook and not outcome.changed and outcome.error is None:
+    if cache is not None and not notebook and not outcome.changed and outcome.error is None:
         cache.put(cache.key(content_digest(data), task.settings, notebook, _project(task.path)), outcome.remaining, uses)
     return outcome
 
