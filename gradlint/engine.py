@@ -90,9 +90,7 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
         if verdict.suppressions and suppressions_wanted(settings) and _parses(source):
             return apply_suppressions([], source, path, settings)
         return []  # a file that does not parse has no analysis, so no suppression is "unused"
-    # a module without a step or a backward of its own may reach one in a module it imports
-    reads_loops = verdict.loop or "import" in source
-    scan = training_loops(source, path, settings, full=full, project=project) if reads_loops else _judged(source, path)
+    scan = training_loops(source, path, settings, full=full, project=project) if verdict.loop else _judged(source, path)
     for record in [uses] if uses is not None else _RECORDING[-1:]:
         record.update(scan.used)
     if scan.error is not None:
