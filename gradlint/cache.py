@@ -6,10 +6,14 @@ from the current one holding ``pyproject.toml`` or ``.git``, else the current fo
 ``.gitignore`` of ``*`` so backup tools and git leave it alone.
 
 An entry's key is a SHA-256 of the file's bytes (its *digest*), the effective settings of
-the file, whether it is a notebook, and the *build*: gradlint's version, a hash of
-gradlint's own source files (a development edit invalidates everything), the Python version
-(its parser judges syntax) and the installed libcst. Entries hold the diagnostics without
-the file's path, so a moved or copied file still hits; the path is filled in on reading.
+the file, whether it is a notebook, the root folder of its project (its helpers are read
+from there), and the *build*: gradlint's version, a hash of gradlint's own source files (a
+development edit invalidates everything), the Python version (its parser judges syntax) and
+the installed libcst. Entries hold the diagnostics without the file's path, so a file moved
+or copied within its project still hits; the path is filled in on reading. An entry also
+records the digest of every other project module the analysis read (a helper a loop calls):
+when one of them has changed, the entry is a miss, so editing a helper re-lints the files
+that use it.
 
 One JSON file per entry, written to a temporary name and renamed into place, so two runs at
 the same time never see a torn entry; a missing, unreadable or malformed entry is a miss.
@@ -34,6 +38,7 @@ import shutil
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from pathlib import Path
 from typing import Any
 
@@ -138,6 +143,15 @@ def _diagnostic(path: str, data: dict[str, Any]) -> Diagnostic:
                       fix, data.get("cell"))
 
 
+def _unchanged(uses: dict[str, str]) -> bool:
+    """Whether every module in ``uses`` still has its recorded digest."""
+    if not uses:
+        return True
+    from gradlint.project.index import module_digest  # only for an entry that read other modules
+
+    return all(module_digest(Path(path)) == digest for path, digest in uses.items())
+
+
 class Cache:
     """Diagnostics by content key under one cache folder (see the module documentation)."""
 
@@ -151,14 +165,16 @@ class Cache:
         self._files: dict[str, list[Any]] | None = None
         self._files_changed = False
 
-    def key(self, digest: str, settings: Settings, notebook: bool) -> str:
-        """The entry key of a file with bytes of ``digest`` (:func:`content_digest`) under its settings."""
+    def key(self, digest: str, settings: Settings, notebook: bool, project: str = "") -> str:
+        """The entry key of a file with bytes of ``digest`` (:func:`content_digest`) under its
+        settings, in the project under folder ``project`` (whose modules it may read)."""
         token = self._tokens.get(settings)
         if token is None:
             token = self._tokens[settings] = settings_token(settings).encode()
         key = hashlib.sha256(token)
         key.update(b"\0notebook\0" if notebook else b"\0module\0")
         key.update(digest.encode())
+        key.update(b"\0" + project.encode("utf-8", "surrogatepass"))
         return key.hexdigest()
 
     def _index(self) -> dict[str, list[Any]]:
@@ -196,17 +212,23 @@ class Cache:
         return self._entries / key[:2] / f"{key}.json"
 
     def get(self, key: str, path: str) -> list[Diagnostic] | None:
-        """The cached diagnostics of ``key``, reported at ``path``; None on a miss."""
+        """The cached diagnostics of ``key``, reported at ``path``; None on a miss, and when a
+        project module the result was computed from has changed since."""
         try:
             stored = json.loads(self._path(key).read_bytes())
+            if not _unchanged(stored.get("uses", {})):
+                return None
             return [_diagnostic(path, item) for item in stored["diagnostics"]]
-        except (OSError, ValueError, KeyError, TypeError):
+        except (OSError, ValueError, KeyError, TypeError, AttributeError):
             return None
 
-    def put(self, key: str, diagnostics: list[Diagnostic]) -> None:
-        """Store the diagnostics of ``key`` (atomically; errors are ignored)."""
-        text = json.dumps({"diagnostics": [_entry(d) for d in diagnostics]}, separators=(",", ":"))
-        self._write(self._path(key), text)
+    def put(self, key: str, diagnostics: list[Diagnostic], uses: Mapping[Path, str] | None = None) -> None:
+        """Store the diagnostics of ``key``, computed from the project modules ``uses`` (path:
+        content digest), atomically; errors are ignored."""
+        entry: dict[str, Any] = {"diagnostics": [_entry(d) for d in diagnostics]}
+        if uses:
+            entry["uses"] = {str(path): digest for path, digest in uses.items()}
+        self._write(self._path(key), json.dumps(entry, separators=(",", ":")))
 
     def _write(self, target: Path, text: str) -> None:
         """Write ``text`` to ``target`` through a temporary file and a rename; errors are ignored."""

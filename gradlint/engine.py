@@ -9,8 +9,10 @@ server call :func:`lint_source` or :func:`analyse_bytes`.
 from __future__ import annotations
 
 import warnings
-from collections.abc import Iterable
+from collections.abc import Iterable, Iterator
+from contextlib import contextmanager
 from dataclasses import dataclass, field
+from pathlib import Path
 
 import libcst as cst
 
@@ -20,12 +22,32 @@ from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import UnitLibrary
 from gradlint.prefilter import EVERYTHING, UnitFilter, Verdict, judge, suppressions_wanted, worth_reading
+from gradlint.project.context import ProjectContext
+from gradlint.project.index import ProjectIndex
 from gradlint.rules import RULES
-from gradlint.screen import screen
+from gradlint.screen import Screen, screen
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode, parse_python, python_lines
 from gradlint.suppression import apply_suppressions
 from gradlint.target import newer_syntax
+
+_PROCESS_INDEX = ProjectIndex()
+"""The project modules this process has read, by content digest (files are read again when
+they change on disk): what a lint shares with the next when its caller keeps no index."""
+
+
+_RECORDING: list[dict[Path, str]] = []
+
+
+@contextmanager
+def recording_uses() -> Iterator[dict[Path, str]]:
+    """Collect the other project modules (path: digest) that every lint in the block reads."""
+    record: dict[Path, str] = {}
+    _RECORDING.append(record)
+    try:
+        yield record
+    finally:
+        _RECORDING.remove(record)
 
 
 def lint_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False) -> list[Diagnostic]:
@@ -36,7 +58,8 @@ def lint_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False
     return analyse_bytes(data, path, settings, full=full)
 
 
-def analyse_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False) -> list[Diagnostic]:
+def analyse_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False,
+                  uses: dict[Path, str] | None = None) -> list[Diagnostic]:
     """Decode ``data`` like Python does, then lint it; undecodable text is a GL000.
 
     The caller has found the bytes :func:`gradlint.prefilter.worth_reading` (the runner does).
@@ -45,11 +68,12 @@ def analyse_bytes(data: bytes, path: str, settings: Settings, *, full: bool = Fa
         text = decode(data).text
     except SourceError as exc:
         return _syntax_error(path, exc.message, exc.line, exc.column, settings)
-    return lint_source(text, path, settings, full=full)
+    return lint_source(text, path, settings, full=full, uses=uses)
 
 
 def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict | None = None,
-                full: bool = False) -> list[Diagnostic]:
+                full: bool = False, project: ProjectIndex | None = None,
+                uses: dict[Path, str] | None = None) -> list[Diagnostic]:
     """All diagnostics for one module's text, suppression comments applied, sorted by line,
     column and code.
 
@@ -67,7 +91,9 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
         if verdict.suppressions and suppressions_wanted(settings) and not settings.ignore_noqa and _parses(source):
             return apply_suppressions([], source, path, settings)
         return []  # a file that does not parse has no analysis, so no suppression is "unused"
-    scan = training_loops(source, path, settings, full=full) if verdict.loop else _judged(source, path)
+    scan = training_loops(source, path, settings, full=full, project=project) if verdict.loop else _judged(source, path)
+    for record in [uses] if uses is not None else _RECORDING[-1:]:
+        record.update(scan.used)
     if scan.error is not None and scan.error.message.startswith("syntax error") and newer_syntax(source, settings):
         return []  # valid for the target version, which this Python cannot read: not analysed
     if scan.error is not None:
@@ -97,6 +123,7 @@ class LoopScan:
 
     loops: list[TrainingLoop] = field(default_factory=list)
     error: Diagnostic | None = None
+    used: dict[Path, str] = field(default_factory=dict)  # other project modules read, by digest
 
 
 def _judged(source: str, path: str) -> LoopScan:
@@ -110,30 +137,45 @@ def _judged(source: str, path: str) -> LoopScan:
     return LoopScan()
 
 
-def training_loops(source: str, path: str, settings: Settings, *, full: bool = False) -> LoopScan:
+def training_loops(source: str, path: str, settings: Settings, *, full: bool = False,
+                   project: ProjectIndex | None = None) -> LoopScan:
     """The loop model of a module (of the units that can form a loop unless ``full``), or
-    the GL000 diagnostic that stops its analysis."""
+    the GL000 diagnostic that stops its analysis; ``project`` as for :func:`lint_source`."""
     try:
         screened = screen(source, settings.names, every_unit=full)
     except SyntaxError as exc:
         return LoopScan(error=_syntax_diagnostic(path, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1))
     except (RecursionError, MemoryError):
         return LoopScan(error=_syntax_diagnostic(path, "file is too deeply nested to analyse", 1, 1))
-    roots = screened.units + screened.other_units  # other_units: only in the full analysis
+    index = _PROCESS_INDEX if project is None else project
+    context = ProjectContext(Path(path), source, index, settings.names, screened.tree)
+    try:
+        return _loops(screened, source, path, context, full)
+    finally:
+        index.record_reads(None)
+        if project is None:  # the next lint reads this module from disk, as it is there
+            index.forget_text(Path(path))
+
+
+def _loops(screened: Screen, source: str, path: str, context: ProjectContext, full: bool) -> LoopScan:
+    """The loops of a screened module read as part of its project."""
+    reaching = context.reaching_names()
+    project_callers = [unit for unit, calls in screened.callers if calls & reaching]
+    roots = screened.units + (screened.other_units if full else project_callers)
     if not roots:
         return LoopScan()
     lines = python_lines(source)  # numbered like the ast's units (a lone "\r" ends a line)
     units = UnitFilter(lines, screened.units, screened.facts)
-    library = UnitLibrary(lines, screened.units, screened.facts)
+    library = UnitLibrary(lines, screened.units, screened.facts, context, Path(path))
     loops: list[TrainingLoop] = []
     for unit in roots:
-        if not full and not units.could_form_loop(unit):
+        if not full and not units.could_form_loop(unit) and not units.names_any(unit, reaching):
             continue
         try:
             loops.extend(build_loops(library.get(unit), library.resolve))
         except (cst.ParserSyntaxError, RecursionError):
             continue  # the running Python accepted it; libcst's grammar is the limit here
-    return LoopScan(loops)
+    return LoopScan(loops, used=dict(context.used))
 
 
 def judge_syntax(source: str) -> None:
@@ -152,12 +194,27 @@ def judge_syntax(source: str) -> None:
 
 
 def _check(loop: TrainingLoop, path: str, settings: Settings) -> Iterable[Diagnostic]:
+    elsewhere = _spans_elsewhere(loop)
     for code, rule in RULES.items():
         if not settings.enabled(code):
             continue
         info = rule.info
         for finding in rule.check(loop):
+            if finding.span in elsewhere:
+                continue  # written in another module: reported when that module is linted
             yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix)
+
+
+def _spans_elsewhere(loop: TrainingLoop) -> set[Span]:
+    """Spans of the loop's events and gates written in other project modules (and at no
+    place of this module)."""
+    foreign = [e.unit for e in loop.events if e.unit.home is not None]
+    if not foreign:
+        return set()
+    here = {e.span for e in loop.events if e.unit.home is None}
+    spans = {e.span for e in loop.events if e.unit.home is not None}
+    spans |= {g.span for g in loop.gates if any(g.node in unit.positions for unit in foreign)}
+    return spans - here
 
 
 def _syntax_diagnostic(path: str, message: str, line: int, column: int) -> Diagnostic:

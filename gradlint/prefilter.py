@@ -92,8 +92,9 @@ class Verdict:
     """What the text tests say about one text, asked once and followed by the engine.
 
     ``training``: it has training words, so it is analysed (and its syntax judged: GL000);
-    ``loop``: it also has a step and a backward call, so a loop can form (without it the
-    syntax is judged, nothing else); ``suppressions``: it may hold a suppression comment.
+    ``loop``: it also has a step and a backward call, or imports (a helper of the project may
+    bring the other), so a loop can form (without it the syntax is judged, nothing else);
+    ``suppressions``: it may hold a suppression comment.
     """
 
     training: bool
@@ -112,7 +113,9 @@ EVERYTHING = Verdict(training=True, loop=True, suppressions=True)
 def judge(text: str) -> Verdict:
     """The :class:`Verdict` on ``text``."""
     training = might_hold_training_loop(text)
-    return Verdict(training, training and could_form_loop(text), might_hold_suppression(text))
+    # a module without a step or a backward of its own may reach one in a module it imports
+    loop = training and (could_form_loop(text) or "import" in text)
+    return Verdict(training, loop, might_hold_suppression(text))
 
 
 class UnitFilter:
@@ -147,6 +150,11 @@ class UnitFilter:
             return True
         names = frozenset(_IDENTIFIER.findall(body))
         return ("step" in body or bool(names & self._steppers)) and ("backward" in body or bool(names & self._backwards))
+
+    def names_any(self, unit: Unit, names: frozenset[str]) -> bool:
+        """Whether ``unit``'s text holds one of ``names`` as an identifier (a call that may
+        reach a training function of another module of the project)."""
+        return bool(names) and not names.isdisjoint(_IDENTIFIER.findall(self._text(unit)))
 
 
 def _spreading(texts: dict[str, str], idents: dict[str, frozenset[str]], words: tuple[str, ...],

@@ -32,6 +32,7 @@ from gradlint.catalogue import SYNTAX_ERROR
 from gradlint.diagnostics import Diagnostic, Span
 from gradlint.fixer import applicable
 from gradlint.prefilter import filter_flavour, worth_reading
+from gradlint.project.layout import project_root
 from gradlint.settings import Settings
 from gradlint.source import read_source_file, require_regular
 from gradlint.writer import FileFix, fix_data, write_atomic
@@ -121,13 +122,20 @@ def _is_notebook(path: Path) -> bool:
     return path.suffix == ".ipynb"
 
 
-def _lint_data(data: bytes, shown: str, settings: Settings, notebook: bool) -> list[Diagnostic]:
-    """The diagnostics of bytes that passed :func:`gradlint.prefilter.worth_reading`."""
+def _project(path: Path) -> str:
+    """The root folder of the project ``path`` belongs to (part of its cache key)."""
+    return str(project_root(path.absolute()))
+
+
+def _lint_data(data: bytes, shown: str, settings: Settings, notebook: bool,
+               uses: dict[Path, str] | None = None) -> list[Diagnostic]:
+    """The diagnostics of bytes that passed :func:`gradlint.prefilter.worth_reading`; the
+    other project modules the analysis read are added to ``uses`` (path: digest)."""
     # Imported on first use: a run the cache answers never loads the analysis (nor libcst).
     from gradlint.engine import analyse_bytes
     from gradlint.notebook import lint_notebook
 
-    return lint_notebook(data, shown, settings) if notebook else analyse_bytes(data, shown, settings)
+    return lint_notebook(data, shown, settings) if notebook else analyse_bytes(data, shown, settings, uses=uses)
 
 
 def _io_error(shown: str, exc: OSError, settings: Settings) -> list[Diagnostic]:
@@ -223,7 +231,7 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
             continue
         result.files_checked += 1
         notebook = _is_notebook(path)
-        cached = cache.get(cache.key(digest, own, notebook), shown) if cache and digest else None
+        cached = cache.get(cache.key(digest, own, notebook, _project(path)), shown) if cache and digest else None
         if not worth or (cached is not None and (mode is Mode.CHECK or _nothing_to_fix(cached, unsafe, notebook))):
             found[index] = _outcome(mode, path, shown, cached or [])
         else:
@@ -378,13 +386,14 @@ def _lint_task(task: _Task, cache: Cache | None) -> tuple[_Task, Outcome]:
     except OSError as exc:
         return task, _io_error(task.shown, exc, task.settings)
     notebook = _is_notebook(task.path)
+    uses: dict[Path, str] = {}
     try:
         with time_budget(task.timeout):
-            diagnostics = _lint_data(data, task.shown, task.settings, notebook)
+            diagnostics = _lint_data(data, task.shown, task.settings, notebook, uses)
     except AnalysisTimeout:
         return task, None
     if cache is not None:
-        cache.put(cache.key(content_digest(data), task.settings, notebook), diagnostics)
+        cache.put(cache.key(content_digest(data), task.settings, notebook, _project(task.path)), diagnostics, uses)
     return task, diagnostics
 
 
@@ -399,8 +408,10 @@ def _fix_task(task: _Task, cache: Cache | None) -> FileFix | None:
         outcome.remaining = _io_error(task.shown, exc, task.settings)
         return outcome
     notebook = _is_notebook(task.path)
+    from gradlint.engine import recording_uses  # the analysis is needed anyway
+
     try:
-        with time_budget(task.timeout):
+        with time_budget(task.timeout), recording_uses() as uses:
             fixed = fix_data(data, task.path, task.shown, task.settings, task.unsafe, notebook)
             if fixed is None:
                 outcome.remaining = _lint_data(data, task.shown, task.settings, notebook)
@@ -415,7 +426,7 @@ def _fix_task(task: _Task, cache: Cache | None) -> FileFix | None:
             outcome.unchanged(exc.strerror or str(exc), lint_file(task.path, task.settings))
             return outcome
     if cache is not None and not notebook and not outcome.changed and outcome.error is None:
-        cache.put(cache.key(content_digest(data), task.settings, notebook), outcome.remaining)
+        cache.put(cache.key(content_digest(data), task.settings, notebook, _project(task.path)), outcome.remaining, uses)
     return outcome
 
 

@@ -41,10 +41,12 @@ class ModuleFacts:
     zeroing_functions: set[str] = field(default_factory=set)
     token_masking: bool = False  # `ignore_index` or a -100 label mask appears in the module
     extra_names: dict[str, Kind] = field(default_factory=dict)
+    unknown: frozenset[str] = frozenset()  # names the project assigns objects of different kinds
 
     def kind_of(self, dotted: str | None) -> Kind | None:
-        """The kind of a receiver, from its bindings first, its name second."""
-        if not dotted:
+        """The kind of a receiver, from its bindings first, its name second; none for a name
+        the project assigns objects of different kinds."""
+        if not dotted or dotted in self.unknown:
             return None
         if dotted in self.bindings:
             return self.bindings[dotted]
@@ -68,6 +70,7 @@ class Screen:
     facts: ModuleFacts
     units: list[Unit]
     other_units: list[Unit] = field(default_factory=list)
+    callers: list[tuple[Unit, frozenset[str]]] = field(default_factory=list)  # the rest, with what they call
 
 
 def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit: bool = False) -> Screen:
@@ -84,7 +87,8 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit:
     facts.aliases = build_alias_table(collector.imports)
     for target, value in collector.assignments:
         _bind(facts, target, value)
-    return Screen(tree=tree, facts=facts, units=collector.units, other_units=collector.other_units)
+    return Screen(tree=tree, facts=facts, units=collector.units, other_units=collector.other_units,
+                  callers=collector.waiting)
 
 
 def dotted_name(node: ast.AST) -> str | None:
@@ -129,6 +133,7 @@ class _Collector(ast.NodeVisitor):
         self._class: list[str] = []
         self._function: list[str] = []
         self.callers: list[tuple[Unit, set[str]]] = []  # units without training calls, and what they call
+        self.waiting: list[tuple[Unit, frozenset[str]]] = []  # those no training function of the module promotes
         self._methods: dict[type, Callable[[_Collector, ast.AST], object]] = {}  # functions: no cycle
 
     # the walk: ast.NodeVisitor's, with its method look-up remembered and leaves skipped --------
@@ -249,6 +254,7 @@ class _Collector(ast.NodeVisitor):
             waiting = [(u, calls) for u, calls in waiting if not calls & trainers]
             self.units.extend(u for u, _ in promoted)
             trainers |= {u.name for u, _ in promoted}
+        self.waiting = [(u, frozenset(calls)) for u, calls in waiting]
         if self.every_unit:
             self.other_units.extend(u for u, _ in waiting)
 

@@ -44,9 +44,9 @@ class Fixture:
 
 @cache
 def fixtures() -> tuple[Fixture, ...]:
-    """Every ``.py`` fixture, sorted by path (notebooks are tested apart)."""
+    """Every ``.py`` fixture, sorted by path (notebooks and multi-module projects are tested apart)."""
     return tuple(Fixture(path, path.relative_to(ROOT).as_posix(), path.read_bytes())
-                 for path in sorted(FIXTURES.rglob("*.py")))
+                 for path in sorted(FIXTURES.rglob("*.py")) if path.relative_to(FIXTURES).parts[0] != "projects")
 
 
 @cache

@@ -18,7 +18,7 @@ from gradlint.settings import default_settings
 
 @pytest.fixture
 def fixtures_copy(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
-    shutil.copytree(FIXTURES, tmp_path / "fixtures")
+    shutil.copytree(FIXTURES, tmp_path / "fixtures", ignore=shutil.ignore_patterns("projects"))  # tests/test_projects.py
     monkeypatch.chdir(tmp_path)
     return tmp_path / "fixtures"
 

@@ -40,6 +40,7 @@ from gradlint.lsp.positions import UTF16, Point, from_client, split_lines
 from gradlint.lsp.settings_cache import SettingsCache
 from gradlint.lsp.stream import ResyncingStdin
 from gradlint.prefilter import judge
+from gradlint.project.index import ProjectIndex
 from gradlint.settings import Settings
 
 LOG = logging.getLogger("gradlint.lsp")
@@ -122,6 +123,7 @@ class GradlintServer(LanguageServer):
         self.lint_executor = ThreadPoolExecutor(max_workers=1, thread_name_prefix="gradlint-lint")
         self.settings_cache = SettingsCache()
         self.state = _State()
+        self.project = ProjectIndex()  # the workspace's modules by digest, open buffers first
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A message body that is not JSON gets a Parse error response (id null, as JSON-RPC
@@ -156,8 +158,8 @@ class GradlintServer(LanguageServer):
         resolved = self.settings_cache.resolve(Path(path) if path else None)
         started, cpu = time.perf_counter(), time.thread_time()
         verdict = judge(text)
-        diagnostics = lint_source(text, path or uri, resolved.settings, verdict=verdict) if verdict.worth(
-            resolved.settings) else []
+        diagnostics = lint_source(text, path or uri, resolved.settings, verdict=verdict,
+                                  project=self.project) if verdict.worth(resolved.settings) else []
         return LintOutcome(version, text, resolved.settings, diagnostics, time.perf_counter() - started,
                            time.thread_time() - cpu, resolved.error)
 
@@ -297,6 +299,9 @@ def build_server() -> GradlintServer:
         uri = params.text_document.uri
         ls.state.open.discard(uri)
         ls.state.results.pop(uri, None)
+        closed = document_path(uri)
+        if closed:
+            ls.lint_executor.submit(ls.project.forget_text, Path(closed))  # the file on disk again
         task = ls.state.pending.pop(uri, None)
         if task is not None:
             task.cancel()

@@ -16,7 +16,8 @@ from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 
 LOOPS = (cst.For, cst.While)
-_INLINE_DEPTH = 2
+_INLINE_DEPTH = 4
+"""How many calls deep helpers are followed (a cycle is never entered twice)."""
 Resolver = Callable[[cst.Call, UnitModel], "UnitModel | None"]
 _SCOPES_SKIPPED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 _CADENCE_CALL = re.compile(r"log|save|checkpoint|eval|add_scalar|print|wandb|write|report|step", re.I)
@@ -40,7 +41,8 @@ class Collector(cst.CSTVisitor):
     """Collect events, loops, ifs, withs and assignments with their ancestors.
 
     A call to a function of the same module that itself trains (``self.train_step(batch)``)
-    is followed into that function, up to two levels deep: its events join the caller's, at
+    is followed into that function, in this module or another of the project, up to
+    ``_INLINE_DEPTH`` calls deep and never into a function already being walked: its events join the caller's, at
     the call site, each still pointing at its own unit for positions and loss tracing.
     """
 

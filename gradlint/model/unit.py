@@ -11,11 +11,14 @@ import ast
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
+from pathlib import Path
 
 import libcst as cst
 from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
 
 from gradlint.diagnostics import Span
+from gradlint.model.syntax import dotted
+from gradlint.project.context import ForeignModule, ProjectContext, is_unit_of, training_unit
 from gradlint.screen import ModuleFacts, Unit
 from gradlint.source import parse_python
 
@@ -39,6 +42,7 @@ class UnitModel:
     facts: ModuleFacts
     assignments: dict[str, list[tuple[int, cst.CSTNode]]] = field(default_factory=dict)
     visited: bool = False  # assignments are recorded on the first walk only
+    home: Path | None = None  # the module file of a unit read from another module of the project
 
     def span(self, node: cst.CSTNode) -> Span:
         """The file span of ``node`` (1-based lines and columns, end exclusive)."""
@@ -104,38 +108,90 @@ def _too_many_boolean_operators(text: str) -> bool:
 
 
 class UnitLibrary:
-    """Parses a module's candidate units on demand, once each, and resolves calls to them."""
+    """Parses a module's candidate units on demand, once each, and resolves calls to them and,
+    through the project, to the training functions of other project modules."""
 
-    def __init__(self, lines: list[str], units: list[Unit], facts: ModuleFacts) -> None:
+    def __init__(self, lines: list[str], units: list[Unit], facts: ModuleFacts,
+                 project: ProjectContext | None = None, path: Path | None = None) -> None:
         self._lines = lines
         self._facts = facts
+        self._project = project
+        self._path = path.absolute() if path is not None else None
         self._parsed: dict[Unit, UnitModel] = {}
         self._by_name: dict[str, list[Unit]] = {}
+        self._foreign: dict[tuple[Path, Unit], UnitModel | None] = {}
         for unit in units:
             self._by_name.setdefault(unit.name, []).append(unit)
 
     def get(self, unit: Unit) -> UnitModel:
         """The parsed model of ``unit`` (raises libcst's ParserSyntaxError)."""
         if unit not in self._parsed:
-            self._parsed[unit] = parse_unit(self._lines, unit, self._facts)
+            facts = self._facts
+            if self._project is not None and self._path is not None:
+                facts = self._project.unit_facts(self._path, unit, facts)
+            self._parsed[unit] = parse_unit(self._lines, unit, facts)
         return self._parsed[unit]
 
     def resolve(self, call: cst.Call, caller: UnitModel) -> UnitModel | None:
         """The training function ``call`` reaches: ``train_step(...)`` (exactly one module-level
-        function of that name) or ``self.train_step(...)`` (a method of the caller's class)."""
+        function of that name) or ``self.train_step(...)`` (a method of the caller's class),
+        else, through the project, a function, method or base-class method of a project module."""
         func = call.func
         if isinstance(func, cst.Name):
             name, method = func.value, False
         elif isinstance(func, cst.Attribute) and isinstance(func.value, cst.Name) and func.value.value == "self":
             name, method = func.attr.value, True
         else:
-            return None
+            return self._reach(call, caller)
+        if caller.home is not None:
+            return self._reach(call, caller)
         fits = [u for u in self._by_name.get(name, []) if (u.class_name is not None) == method]
-        if method:  # only the caller's own class: inheritance is not followed
+        if method:
             fits = [u for u in fits if u.class_name == caller.unit.class_name]
         if len(fits) != 1:
-            return None
+            return self._reach(call, caller)
         try:
             return self.get(fits[0])
         except (cst.ParserSyntaxError, RecursionError):
             return None
+
+    def _reach(self, call: cst.Call, caller: UnitModel) -> UnitModel | None:
+        """A training function of the project that ``call`` reaches (any module, base classes)."""
+        project = self._project
+        name = dotted(call.func)
+        origin = caller.home or self._path
+        if project is None or name is None or origin is None:
+            return None
+        definition = project.reach(origin, name, caller.unit.class_name)
+        head, _, method = name.partition(".")
+        value = caller.single_value(head) if method and "." not in method else None
+        if definition is None and isinstance(value, cst.Call):  # `cb = Callback(...)`, then `cb.on_batch_end()`
+            constructor = dotted(value.func)
+            definition = project.method_of(origin, constructor, method) if constructor else None
+        if definition is None:
+            return None
+        if definition.path == self._path:  # a base class's method in this module
+            own = [u for units in self._by_name.values() for u in units if is_unit_of(u, definition)]
+            try:
+                return self.get(own[0]) if len(own) == 1 else None
+            except (cst.ParserSyntaxError, RecursionError):
+                return None
+        module = project.module(definition.path)
+        unit = training_unit(module, definition) if module is not None else None
+        if module is None or unit is None:
+            return None
+        key = (module.path, unit)
+        if key not in self._foreign:
+            self._foreign[key] = self._parse_foreign(module, unit)
+        return self._foreign[key]
+
+    def _parse_foreign(self, module: ForeignModule, unit: Unit) -> UnitModel | None:
+        assert self._project is not None
+        facts = self._project.unit_facts(module.path, unit, module.screened.facts)
+        try:
+            model = parse_unit(module.lines, unit, facts)
+        except (cst.ParserSyntaxError, RecursionError):
+            return None
+        model.home = module.path
+        return model
+

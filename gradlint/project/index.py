@@ -10,38 +10,104 @@ from __future__ import annotations
 
 import ast
 import hashlib
-from collections.abc import Mapping
+from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
+from typing import TypeVar, cast
 
 from gradlint.project.layout import module_file, project_root
 from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols, read_symbols
 from gradlint.source import SourceError, decode, parse_python
 
+T = TypeVar("T")
+K = TypeVar("K")
+V = TypeVar("V")
+
+_MAX_MODULES = 256
+"""How many modules' trees (and screens) an index keeps, the most recently used first."""
+
 _MAX_HOPS = 32
 """How many modules, re-exports and bases one look-up may pass through (a cycle ends there)."""
+
+
+def text_digest(text: str) -> str:
+    """The content digest of a module's text."""
+    return hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+
+
+def module_digest(path: Path) -> str | None:
+    """The content digest of the module file at ``path`` as it is now; None when unreadable."""
+    try:
+        return text_digest(decode(path.read_bytes()).text)
+    except (OSError, SourceError):
+        return None
+
+
+def _keep(table: dict[K, V], key: K, value: V) -> None:
+    """Store ``key`` last in ``table``, dropping the oldest entries beyond ``_MAX_MODULES``."""
+    table[key] = value
+    while len(table) > _MAX_MODULES:
+        del table[next(iter(table))]
 
 
 class ProjectIndex:
     """Symbols of the project's modules by path, and look-ups through them."""
 
     def __init__(self, texts: Mapping[Path, str] | None = None) -> None:
-        self._texts = {path.absolute(): text for path, text in (texts or {}).items()}
+        self._texts = {path.absolute(): (text, text_digest(text)) for path, text in (texts or {}).items()}
         self._by_digest: dict[tuple[Path, str], tuple[ast.Module, ModuleSymbols] | None] = {}
+        self._disk: dict[Path, tuple[tuple[int, int], tuple[str, str] | None]] = {}
+        self._log: dict[Path, str] | None = None
+        self._derived: dict[tuple[object, Path, str], object] = {}
+        self._linted: Path | None = None
+
+    def use_text(self, path: Path, text: str, tree: ast.Module | None = None) -> None:
+        """Read ``text`` as the module at ``path`` from now on (the buffer being linted);
+        ``tree`` is its ``ast`` tree when the caller has parsed it already."""
+        path = path.absolute()
+        self._texts[path] = text, text_digest(text)
+        key = (path, self._texts[path][1])
+        if tree is not None and key not in self._by_digest:
+            self._by_digest[key] = tree, read_symbols(tree, path, project_root(path))
+
+    def forget_text(self, path: Path) -> None:
+        """Read the module at ``path`` from disk again (its editor buffer was closed)."""
+        self._texts.pop(path.absolute(), None)
+
+    def record_reads(self, log: dict[Path, str] | None, linted: Path | None = None) -> None:
+        """From now on note in ``log`` every module read (path: digest) but ``linted``."""
+        self._log, self._linted = log, linted.absolute() if linted is not None else None
 
     def text(self, path: Path) -> str | None:
-        """The module's text (an editor's buffer first), None when it cannot be read or decoded."""
-        path = path.absolute()
+        """The module's text (an editor's buffer first), None when it cannot be read or decoded.
+        A file is read again only when its size or modification time changed."""
+        read = self._text(path.absolute())
+        if read is not None and self._log is not None and path.absolute() != self._linted:
+            self._log[path.absolute()] = read[1]
+        return read[0] if read is not None else None
+
+    def _text(self, path: Path) -> tuple[str, str] | None:
         if path in self._texts:
             return self._texts[path]
         try:
-            return decode(path.read_bytes()).text
-        except (OSError, SourceError):
+            status = path.stat()
+        except OSError:
             return None
+        stamp = (status.st_size, status.st_mtime_ns)
+        known = self._disk.get(path)
+        if known is not None and known[0] == stamp:
+            return known[1]
+        try:
+            text = decode(path.read_bytes()).text
+            read: tuple[str, str] | None = text, text_digest(text)
+        except (OSError, SourceError):
+            read = None
+        self._disk[path] = (stamp, read)
+        return read
 
     def digest(self, path: Path) -> str | None:
         """The content digest of the module's text (what a cached result that used it records)."""
-        text = self.text(path)
-        return None if text is None else hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest()
+        read = self._text(path.absolute())
+        return read[1] if read is not None else None
 
     def symbols(self, path: Path) -> ModuleSymbols | None:
         """What the module defines and imports; None when it cannot be read or parsed."""
@@ -54,18 +120,35 @@ class ProjectIndex:
         return read[0] if read else None
 
     def _read(self, path: Path) -> tuple[ast.Module, ModuleSymbols] | None:
-        text = self.text(path)
-        if text is None:
+        read = self._text(path)
+        if read is None:
             return None
-        key = (path, hashlib.sha256(text.encode("utf-8", "surrogatepass")).hexdigest())
-        if key not in self._by_digest:
+        if self._log is not None and path != self._linted:
+            self._log[path] = read[1]
+        text, key = read[0], (path, read[1])
+        if key in self._by_digest:
+            found = self._by_digest.pop(key)  # kept as the most recently used
+        else:
             try:
                 tree = parse_python(text)
             except (SyntaxError, ValueError, RecursionError, MemoryError):
-                self._by_digest[key] = None
+                found = None
             else:
-                self._by_digest[key] = tree, read_symbols(tree, path, project_root(path))
-        return self._by_digest[key]
+                found = tree, read_symbols(tree, path, project_root(path))
+        _keep(self._by_digest, key, found)
+        return found
+
+    def derived(self, path: Path, kind: Hashable, make: Callable[[Path, str], T]) -> T | None:
+        """``make(path, text)`` for the module's current text, computed once per content digest
+        and ``kind`` (what ``make`` computes); None when the module cannot be read."""
+        read = self.text(path)
+        digest = self.digest(path)
+        if read is None or digest is None:
+            return None
+        key = (kind, path.absolute(), digest)
+        value = self._derived.pop(key) if key in self._derived else make(path.absolute(), read)
+        _keep(self._derived, key, value)
+        return cast(T, value)  # stored by ``make`` under its own ``kind``
 
     def lookup(self, path: Path, dotted: str) -> Definition | ClassInfo | None:
         """What ``dotted`` (``f``, ``C``, ``C.m``, ``mod.f``, ``pkg.mod.C.m``) names in module

@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 from dataclasses import dataclass, field
+from pathlib import Path
 
 from gradlint.names import Kind, constructor_kind
 from gradlint.project.index import ProjectIndex
@@ -43,6 +44,19 @@ class ObjectKinds:
             return
         table[name] = kind
 
+    def override(self, own: ObjectKinds) -> None:
+        """Take ``own``'s kinds and clashes in place of these (a subclass over its bases)."""
+        for table, mine in ((self.kinds, own.kinds), (self.elements, own.elements)):
+            for name in own._clashes:
+                table.pop(name, None)
+            table.update(mine)
+        self._clashes = (self._clashes - set(own.kinds) - set(own.elements)) | own._clashes
+
+    @property
+    def clashes(self) -> frozenset[str]:
+        """Names assigned objects of two different kinds: of no kind."""
+        return frozenset(self._clashes)
+
 
 class KindReader:
     """Kinds read from a project, each class and function once."""
@@ -51,13 +65,14 @@ class KindReader:
         self.index = index
         self._classes: dict[ClassInfo, ObjectKinds] = {}
         self._returns: dict[Definition, Kind | None] = {}
+        self._nodes: dict[Path, dict[int, ast.FunctionDef | ast.AsyncFunctionDef]] = {}
 
     def attributes(self, cls: ClassInfo) -> ObjectKinds:
         """The kinds of ``self.<attr>`` for ``cls``: its own assignments over its bases'."""
         if cls in self._classes:
             return self._classes[cls]
         self._classes[cls] = found = ObjectKinds()  # a cycle of bases reads an empty table
-        for base in self._project_bases(cls):
+        for base in self.project_bases(cls):
             inherited = self.attributes(base)
             for name, kind in inherited.kinds.items():
                 found.add(found.kinds, name, kind)
@@ -65,11 +80,10 @@ class KindReader:
                 found.add(found.elements, name, kind)
         own = ObjectKinds()
         for method in cls.methods.values():
-            node = self._node(method)
+            node = self.node(method)
             if node is not None:
                 _Assignments(self, method, own, cls).run(node)
-        found.kinds.update(own.kinds)  # the class's own assignments win over its bases'
-        found.elements.update(own.elements)
+        found.override(own)  # the class's own assignments win over its bases'
         return found
 
     def returned(self, function: Definition, depth: int = 0) -> Kind | None:
@@ -77,7 +91,7 @@ class KindReader:
         if function in self._returns:
             return self._returns[function]
         self._returns[function] = None  # cycle-safe: a recursive call returns no kind
-        node = self._node(function)
+        node = self.node(function)
         if node is None or depth > _MAX_DEPTH:
             return None
         local = ObjectKinds()
@@ -88,7 +102,8 @@ class KindReader:
         self._returns[function] = result
         return result
 
-    def _project_bases(self, cls: ClassInfo) -> list[ClassInfo]:
+    def project_bases(self, cls: ClassInfo) -> list[ClassInfo]:
+        """The bases of ``cls`` defined in the project."""
         found = [self.index.lookup(cls.definition.path, base) for base in cls.bases]
         return [base for base in found if isinstance(base, ClassInfo)]
 
@@ -98,14 +113,21 @@ class KindReader:
         found = self.index.lookup(function.path, function.qualname.split(".", 1)[0])
         return found if isinstance(found, ClassInfo) else None
 
-    def _node(self, definition: Definition) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
-        tree = self.index.tree(definition.path)
-        if tree is None:
-            return None
-        for node in ast.walk(tree):
-            if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)) and node.lineno == definition.line:
-                return node
-        return None
+    def node(self, definition: Definition) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The ``ast`` node of ``definition``, None when its module cannot be read."""
+        if definition.path not in self._nodes:
+            tree = self.index.tree(definition.path)
+            self._nodes[definition.path] = {} if tree is None else {
+                node.lineno: node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        return self._nodes[definition.path].get(definition.line)
+
+
+def local_kinds(reader: KindReader, function: Definition, cls: ClassInfo | None,
+                node: ast.FunctionDef | ast.AsyncFunctionDef) -> ObjectKinds:
+    """The kinds of ``function``'s local names and loop variables (``for opt in self.optimizers``)."""
+    reader_of = _Assignments(reader, function, ObjectKinds(), cls)
+    reader_of.run(node)
+    return reader_of.locals
 
 
 class _Assignments:

@@ -1,0 +1,183 @@
+"""Multi-module projects (fixtures/projects/): kinds across a class hierarchy and calls followed
+into other modules, each finding reported in the file where its call is written."""
+
+from __future__ import annotations
+
+import json
+import shutil
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, expected_markers
+from samples import gradlint
+
+from gradlint import runner as runner_module
+from gradlint.cache import CACHE_DIR_NAME, Cache
+from gradlint.engine import lint_source
+from gradlint.project.index import ProjectIndex
+from gradlint.runner import run
+from gradlint.settings import default_settings
+
+PROJECTS = FIXTURES / "projects"
+NAMES = sorted(p.name for p in PROJECTS.iterdir() if p.is_dir())
+
+
+def _markers(project: Path) -> set[tuple[str, int, str]]:
+    return {(path.relative_to(project).as_posix(), line, code) for path in project.rglob("*.py")
+            for line, code in expected_markers(path.read_text(encoding="utf-8"))}
+
+
+@pytest.fixture
+def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """The projects, each under its own root marker."""
+    shutil.copytree(PROJECTS, tmp_path / "projects")
+    for name in NAMES:
+        (tmp_path / "projects" / name / ".git").mkdir()
+    monkeypatch.chdir(tmp_path)
+    return tmp_path / "projects"
+
+
+def test_every_project_layout_is_there() -> None:
+    assert NAMES == ["callback_loop", "class_hierarchy", "script_layout", "trainer_package"]
+    assert all(_markers(PROJECTS / name) for name in NAMES)
+
+
+@pytest.mark.parametrize("name", NAMES)
+def test_a_project_reports_exactly_its_markers(copies: Path, name: str) -> None:
+    result = gradlint("check", str(copies / name), "--format", "json", "--no-cache")
+    found = {(Path(d["path"]).resolve().relative_to((copies / name).resolve()).as_posix(), d["span"]["line"]
+              if "span" in d else d["line"], d["code"]) for d in json.loads(result.stdout)}
+    assert result.exit_code == 1
+    assert found == _markers(PROJECTS / name)
+
+
+@pytest.mark.parametrize(("name", "loop_file"), [
+    ("trainer_package", "trainer/loop.py"),
+    ("class_hierarchy", "trainers/classifier.py"),
+    ("callback_loop", "loop.py"),
+])
+def test_a_loop_file_alone_knows_nothing_of_its_helpers(tmp_path: Path, name: str, loop_file: str) -> None:
+    """Without the module that steps (or builds the optimizer) the loop has no update: nothing
+    is reported, where the project reports the marked defect."""
+    alone = tmp_path / "alone"
+    alone.mkdir()
+    (alone / ".git").mkdir()
+    source = (PROJECTS / name / loop_file).read_text(encoding="utf-8")
+    (alone / "loop.py").write_text(source, encoding="utf-8")
+    assert lint_source(source, str(alone / "loop.py"), default_settings()) == []
+    in_project = lint_source(source, str(PROJECTS / name / loop_file), default_settings())
+    assert {(d.line, d.code) for d in in_project} == expected_markers(source)
+
+
+def test_diagnostics_are_for_the_linted_file_only(copies: Path) -> None:
+    """A defect written in a helper of another module is not reported under the caller's path."""
+    project = copies / "trainer_package"
+    helper = project / "trainer" / "helpers.py"
+    helper.write_text(helper.read_text(encoding="utf-8").replace(
+        "    optimizer.step()\n    optimizer.zero_grad()\n", "    optimizer.zero_grad()\n    optimizer.step()\n"),
+        encoding="utf-8")
+    loop = project / "trainer" / "loop.py"
+    found = lint_source(loop.read_text(encoding="utf-8"), str(loop), default_settings(), project=ProjectIndex())
+    assert {(d.path, d.line, d.code) for d in found} == {(str(loop), 15, "GL201")}
+
+
+def _write(root: Path, files: dict[str, str]) -> None:
+    (root / ".git").mkdir(parents=True)
+    for name, text in files.items():
+        (root / name).parent.mkdir(parents=True, exist_ok=True)
+        (root / name).write_text(text, encoding="utf-8")
+
+
+def test_calls_that_cycle_between_modules_end(tmp_path: Path) -> None:
+    _write(tmp_path, {
+        "a.py": "import b\n\n\ndef train(model, loader, opt, n):\n    for i, x in enumerate(loader):\n"
+                "        model(x).backward()\n        if (i + 1) % n == 0 or i + 1 == len(loader):\n"
+                "            b.update(opt, n)\n\n\ndef again(opt, n):\n    b.update(opt, n - 1)\n",
+        "b.py": "import a\n\n\ndef update(opt, n):\n    opt.step()\n    opt.zero_grad()\n    if n:\n"
+                "        a.again(opt, n)\n",
+    })
+    found = lint_source((tmp_path / "a.py").read_text(), str(tmp_path / "a.py"), default_settings())
+    assert [(d.line, d.code) for d in found] == [(6, "GL201")]
+
+
+OPTIMIZERS_IN_A_LIST = """\
+import torch
+
+
+class Pair:
+    def __init__(self, g, d):
+        self.updaters = [torch.optim.Adam(g.parameters()), torch.optim.Adam(d.parameters())]
+
+    def train(self, loader, n):
+        for i, x in enumerate(loader):
+            self.g(x).backward()
+            for u in self.updaters:
+                u.step()  # runs on every micro-batch
+            if (i + 1) % n == 0 or i + 1 == len(loader):
+                for u in self.updaters:
+                    u.zero_grad()
+"""
+
+
+def test_a_loop_variable_over_a_list_of_optimizers_is_an_optimizer(tmp_path: Path) -> None:
+    _write(tmp_path, {"pair.py": OPTIMIZERS_IN_A_LIST})
+    found = lint_source(OPTIMIZERS_IN_A_LIST, str(tmp_path / "pair.py"), default_settings())
+    assert ("GL102", 12) in {(d.code, d.line) for d in found}
+
+
+ONE_OPTIMIZER = """\
+import torch
+
+
+class Trainer:
+    def __init__(self, model):
+        self.optimizer = torch.optim.Adam(model.parameters())
+
+    def train(self, loader, n):
+        for i, x in enumerate(loader):
+            self.model(x).backward()
+            self.optimizer.step()
+            if (i + 1) % n == 0 or i + 1 == len(loader):
+                self.optimizer.zero_grad()
+"""
+
+LATER_A_SCHEDULER = """
+    def reset(self):
+        self.optimizer = torch.optim.lr_scheduler.StepLR(self.base, 3)
+"""
+
+
+def test_an_attribute_of_two_kinds_has_none(tmp_path: Path) -> None:
+    """``self.optimizer`` holds an optimizer in one method and a scheduler in another: its
+    ``step()`` is neither, so no rule that needs the kind fires (its name says optimizer)."""
+    _write(tmp_path / "one", {"t.py": ONE_OPTIMIZER})
+    found = lint_source(ONE_OPTIMIZER, str(tmp_path / "one" / "t.py"), default_settings())
+    assert ("GL102", 11) in {(d.code, d.line) for d in found}
+    clashing = ONE_OPTIMIZER + LATER_A_SCHEDULER
+    _write(tmp_path / "two", {"t.py": clashing})
+    assert lint_source(clashing, str(tmp_path / "two" / "t.py"), default_settings()) == []
+
+
+def test_editing_a_helper_re_lints_the_files_that_use_it(copies: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A cached result records the digests of the project modules it read: unchanged, the
+    run is answered from the cache; once the helper no longer steps, the loop is linted again
+    and has no update left to check."""
+    project = copies / "trainer_package"
+    loop = Path("projects/trainer_package/trainer/loop.py")
+    cache = Cache(project / CACHE_DIR_NAME)
+    first = run([loop], default_settings(), cache=cache)
+    assert [(d.line, d.code) for d in first.diagnostics] == [(15, "GL201")]
+    linted: list[Path] = []
+    real = runner_module._lint_task
+
+    def counting(task: runner_module._Task, cache: Cache | None) -> object:
+        linted.append(task.path)
+        return real(task, cache)
+
+    monkeypatch.setattr(runner_module, "_lint_task", counting)
+    again = run([loop], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    assert linted == [] and [(d.line, d.code) for d in again.diagnostics] == [(15, "GL201")]
+    helper = project / "trainer" / "helpers.py"
+    helper.write_text(helper.read_text(encoding="utf-8").replace("    optimizer.step()\n", ""), encoding="utf-8")
+    edited = run([loop], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    assert linted == [loop] and edited.diagnostics == []
