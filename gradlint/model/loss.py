@@ -11,6 +11,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from enum import Enum
+from weakref import WeakKeyDictionary
 
 import libcst as cst
 
@@ -26,6 +27,7 @@ _ACCUMULATION_WORDS = ("accum", "grad_acc", "gas", "micro")
 _TOKEN_COUNT_WORDS = ("token", "num_items", "valid", "numel", "ntok", "n_tok", "num_tgt", "mask")
 _TOKEN_LOSSES = ("cross_entropy", "crossentropy", "nll_loss", "criterion", "loss_fn", "lm_loss")
 _MAX_DEPTH = 8
+_UNPACKED: WeakKeyDictionary[UnitModel, dict[str, list[tuple[int, cst.BaseExpression]]]] = WeakKeyDictionary()
 
 
 class Scaling(str, Enum):
@@ -157,7 +159,8 @@ class _Tracer:
         return self._names[key]
 
     def _assignments(self, name: str, line: int, depth: int) -> Scaling:
-        found = [(at, value) for at, value in self.unit.assignments.get(name, []) if at <= line]
+        bound = [*self.unit.assignments.get(name, []), *unpacked(self.unit).get(name, [])]
+        found = [(at, value) for at, value in bound if at <= line]
         verdicts = []
         for at, value in found:
             if isinstance(value, cst.AugAssign):
@@ -214,3 +217,89 @@ def _mentions_scaling(call: cst.Call) -> bool:
         if any(w in name.lower() for name in words for w in _SCALING_WORDS):
             return True
     return False
+
+
+def unpacked(unit: UnitModel) -> dict[str, list[tuple[int, cst.BaseExpression]]]:
+    """Names bound by tuple unpacking in ``unit``, each with the line and the value it takes:
+    the matching element of a tuple written out (``a, b = x, y``), else the whole right side
+    (``logits, loss = model(x, y)``: the loss is one of the call's outputs)."""
+    if unit not in _UNPACKED:
+        finder = _Unpacking(unit)
+        unit.root.visit(finder)
+        _UNPACKED[unit] = finder.found
+    return _UNPACKED[unit]
+
+
+class _Unpacking(cst.CSTVisitor):
+    def __init__(self, unit: UnitModel) -> None:
+        self.unit = unit
+        self.found: dict[str, list[tuple[int, cst.BaseExpression]]] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.unit.root:
+            return False
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                self._bind(target.target, node.value, self.unit.span(node).line)
+        return True
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression, line: int) -> None:
+        if not isinstance(target, (cst.Tuple, cst.List)):
+            return
+        written = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+        if written is not None and len(written) != len(target.elements):
+            return
+        for at, element in enumerate(target.elements):
+            inner = element.value
+            part = written[at].value if written is not None else value
+            if isinstance(element, cst.StarredElement):
+                continue
+            if isinstance(inner, (cst.Tuple, cst.List)):
+                self._bind(inner, part, line)
+                continue
+            name = dotted(inner)
+            if name is not None:
+                self.found.setdefault(name, []).append((line, part))
+
+
+def scales_gradients(node: cst.CSTNode) -> bool:
+    """Whether ``node`` scales the accumulated gradients instead of the loss: ``p.grad /= N``,
+    ``p.grad *= 1 / N``, ``p.grad = p.grad / N``, ``p.grad.div_(n)`` (``.data`` too), or a call
+    named for it (``scale_grads(model, 1 / num_tokens)``)."""
+    finder = _GradScaling()
+    node.visit(finder)
+    return finder.found
+
+
+class _GradScaling(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, (cst.DivideAssign, cst.MultiplyAssign)) and _is_grad(node.target):
+            self.found = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Divide, cst.Multiply)):
+            if any(_is_grad(t.target) for t in node.targets) and (_is_grad(value.left) or _is_grad(value.right)):
+                self.found = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in (_DIVIDING_CALLS | _MULTIPLYING_CALLS) and _is_grad(func.value):
+                self.found = True
+            name = func.attr.value
+        else:
+            name = dotted(func) or ""
+        low = name.lower()
+        if "scale_grad" in low and "unscale" not in low:
+            self.found = True
+
+
+def _is_grad(node: cst.BaseExpression) -> bool:
+    """``p.grad`` or ``p.grad.data``."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "data":
+        node = node.value
+    return isinstance(node, cst.Attribute) and node.attr.value == "grad"
