@@ -49,12 +49,10 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.zero_grad()
 """,
         """\
-def train(model, loader, optimizer, writer, accum_steps, resume_step):
+def train(model, loader, optimizer, writer, accum_steps):
     global_step = 0
     for step, (x, y) in enumerate(loader):
         global_step += 1
-        if global_step < resume_step:
-            continue
         loss = model(x, y) / accum_steps
         loss.backward()
         writer.add_scalar("loss", loss.item(), global_step)
