@@ -26,6 +26,8 @@ _SCALING_WORDS = ("accum", "num_items", "micro", "n_acc", "acc_steps", "grad_acc
 _ACCUMULATION_WORDS = ("accum", "grad_acc", "gas", "micro")
 _TOKEN_COUNT_WORDS = ("token", "num_items", "valid", "numel", "ntok", "n_tok", "num_tgt", "mask")
 _TOKEN_LOSSES = ("cross_entropy", "crossentropy", "nll_loss", "criterion", "loss_fn", "lm_loss")
+_RESCALING_WORDS = (*_SCALING_WORDS, "scale", "inv", "factor", "num", "step", "size", "world", "count", "len", "grad")
+_WEIGHT_WORDS = ("weight", "coef", "lambda", "lam", "alpha", "beta", "gamma", "mult", "ratio")
 _MAX_DEPTH = 8
 _UNPACKED: WeakKeyDictionary[UnitModel, dict[str, list[tuple[int, cst.BaseExpression]]]] = WeakKeyDictionary()
 
@@ -134,11 +136,35 @@ class _Tracer:
         if isinstance(op, cst.Multiply):
             left_first = _down_scale(expr.left) is not None
             factor, loss = (expr.left, expr.right) if left_first else (expr.right, expr.left)
-            self.trace(loss, line, depth + 1)
+            if not left_first and _down_scale(factor) is None and self._weight(loss) and not self._weight(factor):
+                factor, loss = loss, factor  # `weight * loss`
+            verdict = self.trace(loss, line, depth + 1)
+            if _down_scale(factor) is None and self._weight(factor):
+                return verdict  # a loss weight neither divides nor undoes a division
             return self._multiplied(factor)
         if isinstance(op, (cst.Add, cst.Subtract)):
             return _combine([self.trace(expr.left, line, depth + 1), self.trace(expr.right, line, depth + 1)])
         return Scaling.UNKNOWN
+
+    def _weight(self, factor: cst.BaseExpression) -> bool:
+        """A loss weight: a number of at least 1, or a name that reads as a weight
+        (``args.loss_multiplier``, ``self.lambda_kd``, ``w``) and is never assigned a quotient
+        or anything named like a count, a scale or the accumulation factor in this unit."""
+        if isinstance(factor, (cst.Integer, cst.Float)):
+            return factor.evaluated_value >= 1
+        name = dotted(factor)
+        if name is None:
+            return False
+        last = name.rsplit(".", 1)[-1].lower()
+        if any(w in last for w in _RESCALING_WORDS):
+            return False
+        if "loss" in last and not any(w in last for w in _WEIGHT_WORDS):
+            return False
+        for value in self.unit.bound_values(name) + [v for _, v in unpacked(self.unit).get(name, [])]:
+            text = self.unit.text_of(value).lower()
+            if "/" in text or any(w in text for w in _RESCALING_WORDS):
+                return False
+        return True
 
     def _multiplied(self, factor: cst.BaseExpression) -> Scaling:
         """``loss * (1 / N)`` or ``loss * 0.25`` scale down; any other factor (a weight, a
@@ -167,6 +193,8 @@ class _Tracer:
                 if isinstance(value.operator, cst.DivideAssign):
                     self.divisors.append(value.value)
                     verdicts.append(Scaling.SCALED)
+                elif isinstance(value.operator, cst.MultiplyAssign) and self._weight(value.value):
+                    verdicts.append(Scaling.UNSCALED)  # `loss *= weight` leaves the loss as scaled as before
                 elif isinstance(value.operator, cst.MultiplyAssign):
                     verdicts.append(self._multiplied(value.value))
                 else:

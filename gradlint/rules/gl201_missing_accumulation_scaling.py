@@ -82,6 +82,23 @@ class GAN:
     )
     INVALID = (
         Invalid("""\
+def train(model, teacher, loader, optimizer, accum_steps, lambda_kd):
+    for step, (x, y) in enumerate(loader):
+        loss = lambda_kd * distill(model(x), teacher(x))
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((4, "GL201"),), fixed="""\
+def train(model, teacher, loader, optimizer, accum_steps, lambda_kd):
+    for step, (x, y) in enumerate(loader):
+        loss = lambda_kd * distill(model(x), teacher(x))
+        (loss / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+        Invalid("""\
 def train(model, loader, optimizer, accum_steps):
     for step, (x, y) in enumerate(loader):
         logits, loss = model(x, y)
