@@ -29,7 +29,7 @@ _TOKEN_LOSSES = ("cross_entropy", "crossentropy", "nll_loss", "criterion", "loss
 _RESCALING_WORDS = (*_SCALING_WORDS, "scale", "inv", "factor", "num", "step", "size", "world", "count", "len", "grad")
 _WEIGHT_WORDS = ("weight", "coef", "lambda", "lam", "alpha", "beta", "gamma", "mult", "ratio")
 _MAX_DEPTH = 8
-_UNPACKED: WeakKeyDictionary[UnitModel, dict[str, list[tuple[int, cst.BaseExpression]]]] = WeakKeyDictionary()
+_BINDINGS: WeakKeyDictionary[UnitModel, dict[str, list[tuple[int, cst.CSTNode]]]] = WeakKeyDictionary()
 
 
 class Scaling(str, Enum):
@@ -71,10 +71,10 @@ def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> L
 
 
 def _divisor(unit: UnitModel, node: cst.BaseExpression) -> Divisor:
-    text = unit.text_of(node).strip()
+    bare = node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node
+    text = unit.text_of(bare).strip()
     low = text.lower()
-    return Divisor(node, text.strip("()"), any(w in low for w in _TOKEN_COUNT_WORDS),
-                   any(w in low for w in _ACCUMULATION_WORDS))
+    return Divisor(node, text, any(w in low for w in _TOKEN_COUNT_WORDS), any(w in low for w in _ACCUMULATION_WORDS))
 
 
 def _token_mean(unit: UnitModel, origins: list[str], model_output: bool) -> bool:
@@ -114,9 +114,10 @@ class _Tracer:
         if isinstance(expr, cst.Call):
             return self._call(expr, line, depth)
         if isinstance(expr, cst.Subscript):
-            key = expr.slice[0].slice if len(expr.slice) == 1 else None
-            if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
-                self.model_output |= key.value.evaluated_value == "loss"
+            item = keyed(expr)
+            self.model_output |= item is not None and item.endswith('["loss"]')
+            if item is not None and item in bindings(self.unit):
+                return self._name(item, line, depth)
             return self.trace(expr.value, line, depth + 1)
         if isinstance(expr, cst.Attribute) and expr.attr.value == "loss":
             self.model_output = True
@@ -160,7 +161,7 @@ class _Tracer:
             return False
         if "loss" in last and not any(w in last for w in _WEIGHT_WORDS):
             return False
-        for value in self.unit.bound_values(name) + [v for _, v in unpacked(self.unit).get(name, [])]:
+        for value in self.unit.bound_values(name) + [v for _, v in bindings(self.unit).get(name, [])]:
             text = self.unit.text_of(value).lower()
             if "/" in text or any(w in text for w in _RESCALING_WORDS):
                 return False
@@ -185,7 +186,7 @@ class _Tracer:
         return self._names[key]
 
     def _assignments(self, name: str, line: int, depth: int) -> Scaling:
-        bound = [*self.unit.assignments.get(name, []), *unpacked(self.unit).get(name, [])]
+        bound = [*self.unit.assignments.get(name, []), *bindings(self.unit).get(name, [])]
         found = [(at, value) for at, value in bound if at <= line]
         verdicts = []
         for at, value in found:
@@ -247,21 +248,32 @@ def _mentions_scaling(call: cst.Call) -> bool:
     return False
 
 
-def unpacked(unit: UnitModel) -> dict[str, list[tuple[int, cst.BaseExpression]]]:
-    """Names bound by tuple unpacking in ``unit``, each with the line and the value it takes:
-    the matching element of a tuple written out (``a, b = x, y``), else the whole right side
-    (``logits, loss = model(x, y)``: the loss is one of the call's outputs)."""
-    if unit not in _UNPACKED:
-        finder = _Unpacking(unit)
+def bindings(unit: UnitModel) -> dict[str, list[tuple[int, cst.CSTNode]]]:
+    """What the unit's assignment table leaves out, each with its line and value: names bound
+    by tuple unpacking (the matching element of a tuple written out, ``a, b = x, y``, else the
+    whole right side: ``logits, loss = model(x, y)``) and string-keyed items
+    (``out["loss"] = out["loss"] / N``, also augmented), keyed as :func:`keyed` writes them."""
+    if unit not in _BINDINGS:
+        finder = _Bindings(unit)
         unit.root.visit(finder)
-        _UNPACKED[unit] = finder.found
-    return _UNPACKED[unit]
+        _BINDINGS[unit] = finder.found
+    return _BINDINGS[unit]
 
 
-class _Unpacking(cst.CSTVisitor):
+def keyed(expr: cst.Subscript) -> str | None:
+    """``out["loss"]`` for a string-keyed item of a dotted name, else None."""
+    name = dotted(expr.value)
+    key = expr.slice[0].slice if len(expr.slice) == 1 else None
+    if name is None or not isinstance(key, cst.Index) or not isinstance(key.value, cst.SimpleString):
+        return None
+    value = key.value.evaluated_value
+    return f'{name}["{value}"]' if isinstance(value, str) else None
+
+
+class _Bindings(cst.CSTVisitor):
     def __init__(self, unit: UnitModel) -> None:
         self.unit = unit
-        self.found: dict[str, list[tuple[int, cst.BaseExpression]]] = {}
+        self.found: dict[str, list[tuple[int, cst.CSTNode]]] = {}
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.unit.root:
@@ -269,9 +281,19 @@ class _Unpacking(cst.CSTVisitor):
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 self._bind(target.target, node.value, self.unit.span(node).line)
+        elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Subscript):
+            self._item(node.target, node, self.unit.span(node).line)
         return True
 
+    def _item(self, target: cst.Subscript, value: cst.CSTNode, line: int) -> None:
+        item = keyed(target)
+        if item is not None:
+            self.found.setdefault(item, []).append((line, value))
+
     def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression, line: int) -> None:
+        if isinstance(target, cst.Subscript):
+            self._item(target, value, line)
+            return
         if not isinstance(target, (cst.Tuple, cst.List)):
             return
         written = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
