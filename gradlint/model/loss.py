@@ -9,6 +9,7 @@ criterion, and ``UNKNOWN`` otherwise; rules act on definite verdicts only.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
 from weakref import WeakKeyDictionary
@@ -28,6 +29,7 @@ _TOKEN_COUNT_WORDS = ("token", "num_items", "valid", "numel", "ntok", "n_tok", "
 _TOKEN_LOSSES = ("cross_entropy", "crossentropy", "nll_loss", "criterion", "loss_fn", "lm_loss")
 _RESCALING_WORDS = (*_SCALING_WORDS, "scale", "inv", "factor", "num", "step", "size", "world", "count", "len", "grad")
 _WEIGHT_WORDS = ("weight", "coef", "lambda", "lam", "alpha", "beta", "gamma", "mult", "ratio")
+_LABELS = re.compile(r"\blabels\b")  # a `labels` argument or item, not `num_labels`
 _MAX_DEPTH = 8
 _BINDINGS: WeakKeyDictionary[UnitModel, dict[str, list[tuple[int, cst.CSTNode]]]] = WeakKeyDictionary()
 
@@ -87,7 +89,7 @@ def _token_mean(unit: UnitModel, origins: list[str], model_output: bool) -> bool
         return True
     if not unit.facts.token_masking:
         return False
-    return model_output or any("labels" in code or any(w in code.lower() for w in _TOKEN_LOSSES) for code in origins)
+    return model_output or any(_LABELS.search(code) or any(w in code.lower() for w in _TOKEN_LOSSES) for code in origins)
 
 
 def _combine(verdicts: list[Scaling]) -> Scaling:
