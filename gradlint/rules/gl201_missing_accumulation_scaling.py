@@ -19,12 +19,12 @@ class MissingAccumulationScaling(Rule):
         factor = loop.factor_code()
         if factor is None or loop.shape is Shape.ACCELERATE or _scales_gradients(loop):
             return
-        steps = per_micro_batch(loop, Role.STEP)
+        steps, zeros = per_micro_batch(loop, Role.STEP), per_micro_batch(loop, Role.ZERO_GRAD)
         for event in per_micro_batch(loop, Role.BACKWARD):
             if event.framework_divides or event.loss_trace.scaling is not Scaling.UNSCALED:
                 continue
-            if any(loop.flows(event, step) for step in steps):
-                continue  # stepped in the same pass: this backward's gradients do not accumulate
+            if any(loop.flows(z, event) for z in zeros) and any(loop.flows(event, s) for s in steps):
+                continue  # zeroed and stepped in the same pass (a GAN critic): nothing accumulates
             yield Finding(event.span, f"this loss is backpropagated on each of {factor} micro-batches without "
                           f"division, so the gradient (and the effective learning rate) is {factor} times too "
                           f"large; divide the loss by {factor} (or by the window's valid-token count) before backward",
