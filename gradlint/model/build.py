@@ -5,12 +5,13 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gradlint.model.cadence import cadence_names
 from gradlint.model.collect import Collector, Resolver
 from gradlint.model.events import Event, Gate, Place, Role, Shape, TrainingLoop
 from gradlint.model.gate_search import after_guard, epoch_length, find_gates, iterable_of, loop_index, zero_based
 from gradlint.model.gate_tests import is_final_condition, read_gate
 from gradlint.model.scopes import find_scopes
-from gradlint.model.syntax import dotted, names_in
+from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 from gradlint.names import Kind
 
@@ -63,17 +64,15 @@ def _place(
             isinstance(root, cst.For) and gate.counter is not None and loop_index(unit, root, any_start=True) == gate.counter
         )
     gate_nodes = [g.node for g in gates]
-    cadence = set(collector.reported)
-    for site in collector.ifs:
-        if not any(site.node is g for g in gate_nodes):
-            cadence |= names_in(site.node.test)
     loop = TrainingLoop(root=root, unit=unit, shape=shape, events=events, gates=gates,
                         micro_loops=micro, accumulate_blocks=accumulate,
-                        iterates_loader=_iterates_loader(unit, root), cadence_names=frozenset(cadence),
+                        iterates_loader=_iterates_loader(unit, root),
                         tail_guarded=_tail_guarded(unit, collector, root, gate_nodes),
                         per_epoch=_per_epoch(unit, root, events), skips_sync=manages_sync,
                         callees=frozenset(name for name, chain in collector.callees if any(a is root for a in chain)))
     loop.factor = _factor(unit, loop)
+    homes = {id(e.unit): e.unit for e in events} | {id(unit): unit}
+    loop.cadence_names = cadence_names(collector.ifs, gate_nodes, loop.factor, homes.values())
     return loop
 
 

@@ -3,7 +3,6 @@ withs and assignments, following calls into the module's own training helpers.""
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
@@ -12,7 +11,7 @@ import libcst as cst
 
 from gradlint.model.calls import classify
 from gradlint.model.events import Event, Role, RoleRecord
-from gradlint.model.syntax import dotted, names_in
+from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 
 LOOPS = (cst.For, cst.While)
@@ -20,7 +19,6 @@ _INLINE_DEPTH = 4
 """How many calls deep helpers are followed (a cycle is never entered twice)."""
 Resolver = Callable[[cst.Call, UnitModel], "UnitModel | None"]
 _SCOPES_SKIPPED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
-_CADENCE_CALL = re.compile(r"log|save|checkpoint|eval|add_scalar|print|wandb|write|report|step", re.I)
 N = TypeVar("N", bound=cst.CSTNode)
 
 
@@ -56,7 +54,6 @@ class Collector(cst.CSTVisitor):
         self.ifs: list[Site[cst.If]] = []
         self.withs: list[Site[cst.With]] = []
         self.counters: set[str] = set()
-        self.reported: set[str] = set()
         self.callees: list[tuple[str, tuple[cst.CSTNode, ...]]] = []
         self._stack: list[cst.CSTNode] = []
         self._statement: cst.CSTNode | None = None
@@ -74,7 +71,7 @@ class Collector(cst.CSTVisitor):
             self.withs.append(Site(node, tuple(self._stack), self.unit))
         elif isinstance(node, cst.Call):
             self._call(node)
-            self._report_call(node)
+            self._record_callee(node)
         elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             self._assignment(node)
         self._stack.append(node)
@@ -107,14 +104,11 @@ class Collector(cst.CSTVisitor):
         self._chain.pop()
         self.unit, self._stack, self._statement = saved
 
-    def _report_call(self, call: cst.Call) -> None:
-        """Names handed to logging, evaluation or checkpoint calls: step-counted cadence."""
+    def _record_callee(self, call: cst.Call) -> None:
+        """The last name of what ``call`` calls, with where it stands."""
         callee = dotted(call.func) or ""
         if callee:
             self.callees.append((callee.rsplit(".", 1)[-1], tuple(self._stack)))
-        if _CADENCE_CALL.search(callee.rsplit(".", 1)[-1]):
-            for arg in call.args:
-                self.reported |= names_in(arg.value)
 
     def _assignment(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
         line = self.unit.span(node).line

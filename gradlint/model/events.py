@@ -201,7 +201,7 @@ class TrainingLoop:
     per_epoch: bool = False  # one epoch of several: nested in an epoch loop or an *epoch* function
     skips_sync: bool = False  # a no_sync()/no_backward_sync()/accumulate() context inside the loop
     callees: frozenset[str] = frozenset()  # last names of every call inside the loop
-    cadence_names: frozenset[str] = frozenset()  # read by if-tests or logging/eval/save calls
+    cadence_names: frozenset[str] = frozenset()  # drive an update-counted cadence (model/cadence.py)
 
     @property
     def span(self) -> Span:

@@ -9,8 +9,10 @@ criterion, and ``UNKNOWN`` otherwise; rules act on definite verdicts only.
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass, field
 from enum import Enum
+from weakref import WeakKeyDictionary
 
 import libcst as cst
 
@@ -25,7 +27,11 @@ _SCALING_WORDS = ("accum", "num_items", "micro", "n_acc", "acc_steps", "grad_acc
 _ACCUMULATION_WORDS = ("accum", "grad_acc", "gas", "micro")
 _TOKEN_COUNT_WORDS = ("token", "num_items", "valid", "numel", "ntok", "n_tok", "num_tgt", "mask")
 _TOKEN_LOSSES = ("cross_entropy", "crossentropy", "nll_loss", "criterion", "loss_fn", "lm_loss")
+_RESCALING_WORDS = (*_SCALING_WORDS, "scale", "inv", "factor", "num", "step", "size", "world", "count", "len", "grad")
+_WEIGHT_WORDS = ("weight", "coef", "lambda", "lam", "alpha", "beta", "gamma", "mult", "ratio")
+_LABELS = re.compile(r"\blabels\b")  # a `labels` argument or item, not `num_labels`
 _MAX_DEPTH = 8
+_BINDINGS: WeakKeyDictionary[UnitModel, dict[str, list[tuple[int, cst.CSTNode]]]] = WeakKeyDictionary()
 
 
 class Scaling(str, Enum):
@@ -67,10 +73,10 @@ def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> L
 
 
 def _divisor(unit: UnitModel, node: cst.BaseExpression) -> Divisor:
-    text = unit.text_of(node).strip()
+    bare = node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node
+    text = unit.text_of(bare).strip()
     low = text.lower()
-    return Divisor(node, text.strip("()"), any(w in low for w in _TOKEN_COUNT_WORDS),
-                   any(w in low for w in _ACCUMULATION_WORDS))
+    return Divisor(node, text, any(w in low for w in _TOKEN_COUNT_WORDS), any(w in low for w in _ACCUMULATION_WORDS))
 
 
 def _token_mean(unit: UnitModel, origins: list[str], model_output: bool) -> bool:
@@ -83,7 +89,7 @@ def _token_mean(unit: UnitModel, origins: list[str], model_output: bool) -> bool
         return True
     if not unit.facts.token_masking:
         return False
-    return model_output or any("labels" in code or any(w in code.lower() for w in _TOKEN_LOSSES) for code in origins)
+    return model_output or any(_LABELS.search(code) or any(w in code.lower() for w in _TOKEN_LOSSES) for code in origins)
 
 
 def _combine(verdicts: list[Scaling]) -> Scaling:
@@ -110,9 +116,10 @@ class _Tracer:
         if isinstance(expr, cst.Call):
             return self._call(expr, line, depth)
         if isinstance(expr, cst.Subscript):
-            key = expr.slice[0].slice if len(expr.slice) == 1 else None
-            if isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString):
-                self.model_output |= key.value.evaluated_value == "loss"
+            item = keyed(expr)
+            self.model_output |= item is not None and item.endswith('["loss"]')
+            if item is not None and item in bindings(self.unit):
+                return self._name(item, line, depth)
             return self.trace(expr.value, line, depth + 1)
         if isinstance(expr, cst.Attribute) and expr.attr.value == "loss":
             self.model_output = True
@@ -132,11 +139,35 @@ class _Tracer:
         if isinstance(op, cst.Multiply):
             left_first = _down_scale(expr.left) is not None
             factor, loss = (expr.left, expr.right) if left_first else (expr.right, expr.left)
-            self.trace(loss, line, depth + 1)
+            if not left_first and _down_scale(factor) is None and self._weight(loss) and not self._weight(factor):
+                factor, loss = loss, factor  # `weight * loss`
+            verdict = self.trace(loss, line, depth + 1)
+            if _down_scale(factor) is None and self._weight(factor):
+                return verdict  # a loss weight neither divides nor undoes a division
             return self._multiplied(factor)
         if isinstance(op, (cst.Add, cst.Subtract)):
             return _combine([self.trace(expr.left, line, depth + 1), self.trace(expr.right, line, depth + 1)])
         return Scaling.UNKNOWN
+
+    def _weight(self, factor: cst.BaseExpression) -> bool:
+        """A loss weight: a number of at least 1, or a name that reads as a weight
+        (``args.loss_multiplier``, ``self.lambda_kd``, ``w``) and is never assigned a quotient
+        or anything named like a count, a scale or the accumulation factor in this unit."""
+        if isinstance(factor, (cst.Integer, cst.Float)):
+            return factor.evaluated_value >= 1
+        name = dotted(factor)
+        if name is None:
+            return False
+        last = name.rsplit(".", 1)[-1].lower()
+        if any(w in last for w in _RESCALING_WORDS):
+            return False
+        if "loss" in last and not any(w in last for w in _WEIGHT_WORDS):
+            return False
+        for value in self.unit.bound_values(name) + [v for _, v in bindings(self.unit).get(name, [])]:
+            text = self.unit.text_of(value).lower()
+            if "/" in text or any(w in text for w in _RESCALING_WORDS):
+                return False
+        return True
 
     def _multiplied(self, factor: cst.BaseExpression) -> Scaling:
         """``loss * (1 / N)`` or ``loss * 0.25`` scale down; any other factor (a weight, a
@@ -157,13 +188,16 @@ class _Tracer:
         return self._names[key]
 
     def _assignments(self, name: str, line: int, depth: int) -> Scaling:
-        found = [(at, value) for at, value in self.unit.assignments.get(name, []) if at <= line]
+        bound = [*self.unit.assignments.get(name, []), *bindings(self.unit).get(name, [])]
+        found = [(at, value) for at, value in bound if at <= line]
         verdicts = []
         for at, value in found:
             if isinstance(value, cst.AugAssign):
                 if isinstance(value.operator, cst.DivideAssign):
                     self.divisors.append(value.value)
                     verdicts.append(Scaling.SCALED)
+                elif isinstance(value.operator, cst.MultiplyAssign) and self._weight(value.value):
+                    verdicts.append(Scaling.UNSCALED)  # `loss *= weight` leaves the loss as scaled as before
                 elif isinstance(value.operator, cst.MultiplyAssign):
                     verdicts.append(self._multiplied(value.value))
                 else:
@@ -214,3 +248,110 @@ def _mentions_scaling(call: cst.Call) -> bool:
         if any(w in name.lower() for name in words for w in _SCALING_WORDS):
             return True
     return False
+
+
+def bindings(unit: UnitModel) -> dict[str, list[tuple[int, cst.CSTNode]]]:
+    """What the unit's assignment table leaves out, each with its line and value: names bound
+    by tuple unpacking (the matching element of a tuple written out, ``a, b = x, y``, else the
+    whole right side: ``logits, loss = model(x, y)``) and string-keyed items
+    (``out["loss"] = out["loss"] / N``, also augmented), keyed as :func:`keyed` writes them."""
+    if unit not in _BINDINGS:
+        finder = _Bindings(unit)
+        unit.root.visit(finder)
+        _BINDINGS[unit] = finder.found
+    return _BINDINGS[unit]
+
+
+def keyed(expr: cst.Subscript) -> str | None:
+    """``out["loss"]`` for a string-keyed item of a dotted name, else None."""
+    name = dotted(expr.value)
+    key = expr.slice[0].slice if len(expr.slice) == 1 else None
+    if name is None or not isinstance(key, cst.Index) or not isinstance(key.value, cst.SimpleString):
+        return None
+    value = key.value.evaluated_value
+    return f'{name}["{value}"]' if isinstance(value, str) else None
+
+
+class _Bindings(cst.CSTVisitor):
+    def __init__(self, unit: UnitModel) -> None:
+        self.unit = unit
+        self.found: dict[str, list[tuple[int, cst.CSTNode]]] = {}
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.unit.root:
+            return False
+        if isinstance(node, cst.Assign):
+            for target in node.targets:
+                self._bind(target.target, node.value, self.unit.span(node).line)
+        elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Subscript):
+            self._item(node.target, node, self.unit.span(node).line)
+        return True
+
+    def _item(self, target: cst.Subscript, value: cst.CSTNode, line: int) -> None:
+        item = keyed(target)
+        if item is not None:
+            self.found.setdefault(item, []).append((line, value))
+
+    def _bind(self, target: cst.BaseExpression, value: cst.BaseExpression, line: int) -> None:
+        if isinstance(target, cst.Subscript):
+            self._item(target, value, line)
+            return
+        if not isinstance(target, (cst.Tuple, cst.List)):
+            return
+        written = value.elements if isinstance(value, (cst.Tuple, cst.List)) else None
+        if written is not None and len(written) != len(target.elements):
+            return
+        for at, element in enumerate(target.elements):
+            inner = element.value
+            part = written[at].value if written is not None else value
+            if isinstance(element, cst.StarredElement):
+                continue
+            if isinstance(inner, (cst.Tuple, cst.List)):
+                self._bind(inner, part, line)
+                continue
+            name = dotted(inner)
+            if name is not None:
+                self.found.setdefault(name, []).append((line, part))
+
+
+def scales_gradients(node: cst.CSTNode) -> bool:
+    """Whether ``node`` scales the accumulated gradients instead of the loss: ``p.grad /= N``,
+    ``p.grad *= 1 / N``, ``p.grad = p.grad / N``, ``p.grad.div_(n)`` (``.data`` too), or a call
+    named for it (``scale_grads(model, 1 / num_tokens)``)."""
+    finder = _GradScaling()
+    node.visit(finder)
+    return finder.found
+
+
+class _GradScaling(cst.CSTVisitor):
+    def __init__(self) -> None:
+        self.found = False
+
+    def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        if isinstance(node.operator, (cst.DivideAssign, cst.MultiplyAssign)) and _is_grad(node.target):
+            self.found = True
+
+    def visit_Assign(self, node: cst.Assign) -> None:
+        value = node.value
+        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Divide, cst.Multiply)):
+            if any(_is_grad(t.target) for t in node.targets) and (_is_grad(value.left) or _is_grad(value.right)):
+                self.found = True
+
+    def visit_Call(self, node: cst.Call) -> None:
+        func = node.func
+        if isinstance(func, cst.Attribute):
+            if func.attr.value in (_DIVIDING_CALLS | _MULTIPLYING_CALLS) and _is_grad(func.value):
+                self.found = True
+            name = func.attr.value
+        else:
+            name = dotted(func) or ""
+        low = name.lower()
+        if "scale_grad" in low and "unscale" not in low:
+            self.found = True
+
+
+def _is_grad(node: cst.BaseExpression) -> bool:
+    """``p.grad`` or ``p.grad.data``."""
+    if isinstance(node, cst.Attribute) and node.attr.value == "data":
+        node = node.value
+    return isinstance(node, cst.Attribute) and node.attr.value == "grad"

@@ -48,6 +48,19 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """,
+        """\
+def train(model, loader, optimizer, writer, accum_steps):
+    global_step = 0
+    for step, (x, y) in enumerate(loader):
+        global_step += 1
+        loss = model(x, y) / accum_steps
+        loss.backward()
+        writer.add_scalar("loss", loss.item(), global_step)
+        print(f"step {global_step}: running loss {loss.item() / global_step:.4f}")
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
     )
     INVALID = (
         Invalid("""\
@@ -62,4 +75,30 @@ def train(model, loader, optimizer, accum_steps):
         if global_step % 100 == 0:
             evaluate(model)
 """, ((5, "GL105"),)),
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps, max_train_steps):
+    total_train_steps = 0
+    for step, (x, y) in enumerate(loader):
+        total_train_steps += 1
+        if max_train_steps > 0 and total_train_steps > max_train_steps:
+            break
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((4, "GL105"),)),
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps, save_every):
+    it = 0
+    for step, (x, y) in enumerate(loader):
+        it += 1
+        for group in optimizer.param_groups:
+            group["lr"] = warmup_lr(it)
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+        if should_save(it, save_every):
+            save(model)
+""", ((4, "GL105"),)),
     )

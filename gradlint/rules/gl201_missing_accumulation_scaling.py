@@ -7,7 +7,7 @@ from collections.abc import Iterator
 from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
-from gradlint.model.loss import Scaling
+from gradlint.model.loss import Scaling, scales_gradients
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 from gradlint.rules.readers import per_micro_batch
 
@@ -17,11 +17,14 @@ class MissingAccumulationScaling(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         factor = loop.factor_code()
-        if factor is None or loop.shape is Shape.ACCELERATE:
+        if factor is None or loop.shape is Shape.ACCELERATE or _scales_gradients(loop):
             return
+        steps, zeros = per_micro_batch(loop, Role.STEP), per_micro_batch(loop, Role.ZERO_GRAD)
         for event in per_micro_batch(loop, Role.BACKWARD):
             if event.framework_divides or event.loss_trace.scaling is not Scaling.UNSCALED:
                 continue
+            if any(loop.flows(z, event) for z in zeros) and any(loop.flows(event, s) for s in steps):
+                continue  # zeroed and stepped in the same pass (a GAN critic): nothing accumulates
             yield Finding(event.span, f"this loss is backpropagated on each of {factor} micro-batches without "
                           f"division, so the gradient (and the effective learning rate) is {factor} times too "
                           f"large; divide the loss by {factor} (or by the window's valid-token count) before backward",
@@ -37,8 +40,81 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """,
+        """\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            for p in model.parameters():
+                p.grad /= accum_steps
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, accum_steps, num_tokens):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y)
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            scale_grads(model, 1 / num_tokens)
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """\
+class GAN:
+    def optimize_parameters(self, current_iter):
+        for p in self.net_d.parameters():
+            p.requires_grad = False
+        self.opt_g.zero_grad()
+        fake = self.net_g(self.z)
+        if current_iter % self.d_iters == 0:
+            g_loss = self.cri_gan(self.net_d(fake), True)
+            g_loss.backward()
+            self.opt_g.step()
+        for p in self.net_d.parameters():
+            p.requires_grad = True
+        self.opt_d.zero_grad()
+        d_loss = self.cri_gan(self.net_d(fake.detach()), False)
+        d_loss.backward()
+        self.opt_d.step()
+""",
     )
     INVALID = (
+        Invalid("""\
+def train(model, teacher, loader, optimizer, accum_steps, lambda_kd):
+    for step, (x, y) in enumerate(loader):
+        loss = lambda_kd * distill(model(x), teacher(x))
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((4, "GL201"),), fixed="""\
+def train(model, teacher, loader, optimizer, accum_steps, lambda_kd):
+    for step, (x, y) in enumerate(loader):
+        loss = lambda_kd * distill(model(x), teacher(x))
+        (loss / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        logits, loss = model(x, y)
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((4, "GL201"),), fixed="""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        logits, loss = model(x, y)
+        (loss / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
         Invalid("""\
 def train(model, loader, optimizer, accum_steps):
     for step, (x, y) in enumerate(loader):
@@ -74,6 +150,12 @@ def train(model, loader, optimizer, scaler, accum_steps):
             optimizer.zero_grad()
 """),
     )
+
+
+def _scales_gradients(loop: TrainingLoop) -> bool:
+    """The loop (or a helper it follows) divides the accumulated gradients instead of the loss."""
+    units = {id(e.unit): e.unit for e in loop.events if e.unit is not loop.unit}
+    return scales_gradients(loop.root) or any(scales_gradients(unit.root) for unit in units.values())
 
 
 def _divide_loss(loop: TrainingLoop, backward: Event) -> Change | None:

@@ -60,6 +60,16 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """, ((4, "GL202"),)),
+        Invalid("""\
+def train(model, loader, optimizer, args):
+    for step, (x, y) in enumerate(loader):
+        logits, loss = model(x, y)
+        divided = loss / args.accum_steps
+        (divided * args.loss_multiplier).backward()
+        if (step + 1) % args.accum_steps == 0 or step + 1 == len(loader):
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((5, "GL202"),)),
     )
 
 

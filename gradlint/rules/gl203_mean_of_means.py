@@ -35,6 +35,20 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """,
+        """\
+def collate(rows):
+    ids = torch.stack([r["ids"] for r in rows])
+    return ids, ids.masked_fill(ids == 0, -100)
+
+
+def train(model, loader, optimizer, accum_steps, num_labels):
+    for step, batch in enumerate(loader):
+        loss = model.classify(batch, num_labels=num_labels)
+        (loss / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
     )
     INVALID = (
         Invalid("""\

@@ -6,8 +6,9 @@ from collections.abc import Iterator
 
 from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
-from gradlint.model.events import Role, TrainingLoop
+from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.model.loss import Divisor
+from gradlint.model.syntax import dotted
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 
 
@@ -17,12 +18,14 @@ class DoubleAccumulationScaling(Rule):
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         factor = loop.factor_code()
         for event in loop.of(Role.BACKWARD):
+            divisors = event.loss_trace.divisors if event.framework in ("accelerate", "deepspeed") else []
+            manual = [d for d in divisors if d.text == factor or d.names_accumulation]
+            deepspeed = [d for d in manual if _from_deepspeed_config(event, d)]
             if not event.framework_divides:
-                continue
-            manual = [d for d in event.loss_trace.divisors if d.text == factor or d.names_accumulation]
+                manual = deepspeed
             if not manual:
                 continue
-            owner = "DeepSpeed's engine.backward" if event.framework == "deepspeed" else (
+            owner = "DeepSpeed's engine.backward" if event.framework == "deepspeed" or deepspeed else (
                 "accelerator.backward (Accelerator(gradient_accumulation_steps=...))")
             yield Finding(event.span, f"the loss is divided by {manual[0].text} by hand, but {owner} already divides "
                           "it by the accumulation steps, so gradients end up N times too small; remove the "
@@ -63,7 +66,47 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """),
+        Invalid("""\
+class Trainer:
+    def __init__(self, model, optimizer, accum_steps):
+        self._accelerator = Accelerator(gradient_accumulation_steps=accum_steps)
+        self.model, self.optimizer = self._accelerator.prepare(model, optimizer)
+        self.accum_steps = accum_steps
+
+    def train(self, loader):
+        for batch in loader:
+            with self._accelerator.accumulate(self.model):
+                outputs = {"loss": self.model(**batch).loss}
+                outputs["loss"] = outputs["loss"] / self.accum_steps
+                self._accelerator.backward(outputs["loss"])
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+""", ((12, "GL204"),)),
+        Invalid("""\
+def train(model, loader, optimizer):
+    accelerator = Accelerator()
+    model, optimizer, loader = accelerator.prepare(model, optimizer, loader)
+    if accelerator.state.deepspeed_plugin is not None:
+        accum_steps = accelerator.state.deepspeed_plugin.deepspeed_config["gradient_accumulation_steps"]
+    else:
+        accum_steps = 1
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss / accum_steps
+        accelerator.backward(loss)
+        if step % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((10, "GL204"),)),
     )
+
+
+def _from_deepspeed_config(event: Event, divisor: Divisor) -> bool:
+    """A divisor read from the DeepSpeed configuration (``accelerator.state.deepspeed_plugin
+    .deepspeed_config["gradient_accumulation_steps"]``): under DeepSpeed, ``accelerator.backward``
+    hands the loss to the engine, whose backward divides by that same factor."""
+    name = dotted(divisor.node)
+    values = event.unit.bound_values(name) if name is not None else []
+    return any("deepspeed" in event.unit.text_of(value).lower() for value in values)
 
 
 def _undivide(loop: TrainingLoop, divisor: Divisor) -> Change | None:
