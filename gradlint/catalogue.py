@@ -81,6 +81,9 @@ RULE_INFOS: tuple[RuleInfo, ...] = (
              "DDP accumulation without no_sync(): an all-reduce on every micro-batch."),
     RuleInfo("GL403", "off-by-one-gate", Severity.WARNING,
              "A 0-based counter gated with `% N == 0` steps after the first micro-batch."),
+    RuleInfo("GL407", "sampler-epoch-not-set", Severity.WARNING,
+             "A DistributedSampler's epoch is never set, so every epoch sees the same sample order.",
+             fix=Applicability.SAFE),
 )
 """The rules that check training loops, in code order."""
 

@@ -378,6 +378,34 @@ def train(model, loader, optimizer):
         optimizer.step()
         optimizer.zero_grad()
 '''),
+    Case('GL407', 'gl407_self_sampler', '''\
+class Trainer:
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            # one pass over the data
+            for x, y in self.loader:
+                self.model(x, y).backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+
+    def setup(self, dataset):
+        self.sampler = DistributedSampler(dataset)
+        self.loader = DataLoader(dataset, sampler=self.sampler)
+''', '''\
+class Trainer:
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            self.sampler.set_epoch(epoch)
+            # one pass over the data
+            for x, y in self.loader:
+                self.model(x, y).backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+
+    def setup(self, dataset):
+        self.sampler = DistributedSampler(dataset)
+        self.loader = DataLoader(dataset, sampler=self.sampler)
+'''),
 ]
 
 
