@@ -199,7 +199,16 @@ class _Collector(ast.NodeVisitor):
             self._calls[-1].add(func.attr)
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("zero_grad", "zero_"):
             self._zeroes()
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("prepare", "prepare_scheduler"):
+            self._prepares(node.args)
         self.generic_visit(node)
+
+    def _prepares(self, args: list[ast.expr]) -> None:
+        """Names handed to ``accelerator.prepare`` (``*`` when an argument is unpacked)."""
+        for arg in args:
+            name = "*" if isinstance(arg, ast.Starred) else dotted_name(arg)
+            if name is not None:
+                self.facts.prepared.add(name)
 
     def _zeroes(self) -> None:
         if self._function:

@@ -87,3 +87,16 @@ def scaled_backwards(loop: TrainingLoop) -> list[Event]:
     """Per-micro-batch backward calls whose loss the loop divides itself (not a framework)."""
     return [e for e in per_micro_batch(loop, Role.BACKWARD)
             if not e.framework_divides and e.loss_trace.scaling is Scaling.SCALED]
+
+
+def unprepared_scheduler(loop: TrainingLoop, event: Event) -> bool:
+    """A scheduler the module builds itself (a known constructor) and never hands to
+    ``accelerator.prepare``: Accelerate's ``accumulate()`` does not hold its steps back.
+    Unknown origins (a parameter, an unpacked ``prepare(*objects)``) are not."""
+    facts, name = loop.unit.facts, event.receiver
+    if event.kind is not Kind.SCHEDULER or not name or "*" in facts.prepared:
+        return False
+    last = name.rsplit(".", 1)[-1]
+    if any(p.rsplit(".", 1)[-1] == last for p in facts.prepared):
+        return False
+    return facts.bindings.get(name, facts.bindings.get(last)) is Kind.SCHEDULER
