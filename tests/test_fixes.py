@@ -211,6 +211,35 @@ def train(model, loader, optimizer, scheduler, accum):
         scheduler.step()
         optimizer.zero_grad()
 '''),
+    Case('GL106', 'gl106_trainer_total', '''\
+import math
+
+
+def train(model, loader, optimizer, epochs, accum):
+    total_steps = len(loader) * epochs  # the schedule's length
+    scheduler = get_cosine_schedule_with_warmup(optimizer, num_warmup_steps=0, num_training_steps=total_steps)
+    for epoch in range(epochs):
+        for i, (x, y) in enumerate(loader):
+            (model(x, y) / accum).backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+''', '''\
+import math
+
+
+def train(model, loader, optimizer, epochs, accum):
+    total_steps = math.ceil(len(loader) / accum) * epochs  # the schedule's length
+    scheduler = get_cosine_schedule_with_warmup(optimizer, num_warmup_steps=0, num_training_steps=total_steps)
+    for epoch in range(epochs):
+        for i, (x, y) in enumerate(loader):
+            (model(x, y) / accum).backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+'''),
     Case('GL201', 'gl201_nested', '''\
 def train(model, get_batch, optimizer, num_updates, accum):
     for update in range(num_updates):

@@ -12,10 +12,8 @@ from gradlint.fixes import primitives as edit
 from gradlint.fixes.layout import layout_of
 from gradlint.fixes.regions import before
 from gradlint.model.events import TrainingLoop
-from gradlint.model.syntax import dotted
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-
-_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm"})
+from gradlint.rules.readers import loader_of
 
 
 class SamplerEpochNotSet(Rule):
@@ -25,7 +23,7 @@ class SamplerEpochNotSet(Rule):
         facts = loop.unit.facts
         if facts.sets_epoch or not isinstance(loop.root, cst.For):
             return
-        loader = _loader_of(loop, loop.root)
+        loader = loader_of(loop, loop.root)
         epochs = epoch_loop(loop)
         if loader is None or loader not in facts.distributed_loaders or epochs is None:
             return
@@ -100,19 +98,6 @@ def epoch_loop(loop: TrainingLoop) -> cst.For | None:
     index = next((i for i, a in enumerate(ancestors) if a is loop.root), None)
     outer = [a for a in ancestors[:index] if isinstance(a, (cst.For, cst.While, cst.FunctionDef))] if index else []
     return outer[-1] if outer and isinstance(outer[-1], cst.For) else None
-
-
-def _loader_of(loop: TrainingLoop, root: cst.For) -> str | None:
-    """The loader a ``for`` iterates, as written, through ``enumerate`` and ``tqdm`` (also a
-    progress bar assigned once: ``pbar = tqdm(loader)``)."""
-    source: cst.BaseExpression = root.iter
-    name = dotted(source)
-    bound = loop.unit.single_value(name) if name else None
-    if isinstance(bound, cst.Call) and dotted(bound.func) in _WRAPPERS:
-        source = bound
-    while isinstance(source, cst.Call) and dotted(source.func) in _WRAPPERS and source.args:
-        source = source.args[0].value
-    return dotted(source)
 
 
 def _set_epoch(loop: TrainingLoop, epochs: cst.For, sampler: str | None) -> Change | None:

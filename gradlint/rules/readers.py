@@ -6,8 +6,11 @@ import libcst as cst
 
 from gradlint.model.events import Event, Place, Role, TrainingLoop
 from gradlint.model.loss import Scaling
-from gradlint.model.syntax import first_arg
+from gradlint.model.syntax import dotted, first_arg
 from gradlint.names import Kind
+
+
+_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm"})
 
 
 def call_text(loop: TrainingLoop, event: Event) -> str:
@@ -100,3 +103,16 @@ def unprepared_scheduler(loop: TrainingLoop, event: Event) -> bool:
     if any(p.rsplit(".", 1)[-1] == last for p in facts.prepared):
         return False
     return facts.bindings.get(name, facts.bindings.get(last)) is Kind.SCHEDULER
+
+
+def loader_of(loop: TrainingLoop, root: cst.For) -> str | None:
+    """The loader a ``for`` iterates, as written, through ``enumerate`` and ``tqdm`` (also a
+    progress bar assigned once: ``pbar = tqdm(loader)``)."""
+    source: cst.BaseExpression = root.iter
+    name = dotted(source)
+    bound = loop.unit.single_value(name) if name else None
+    if isinstance(bound, cst.Call) and dotted(bound.func) in _WRAPPERS:
+        source = bound
+    while isinstance(source, cst.Call) and dotted(source.func) in _WRAPPERS and source.args:
+        source = source.args[0].value
+    return dotted(source)
