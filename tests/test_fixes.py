@@ -407,6 +407,25 @@ def train(model, loader, optimizer):
         optimizer.step()
         optimizer.zero_grad()
 '''),
+    Case('GL404', 'gl404_guard_after_forward', '''\
+def train(model, loader, optimizer, accum):
+    for i, (x, y) in enumerate(loader):
+        loss = model(x, y) / accum  # forward
+        with model.no_sync():
+            loss.backward()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+''', '''\
+def train(model, loader, optimizer, accum):
+    for i, (x, y) in enumerate(loader):
+        with model.no_sync():
+            loss = model(x, y) / accum  # forward
+            loss.backward()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+'''),
     Case('GL407', 'gl407_self_sampler', '''\
 class Trainer:
     def fit(self, epochs):

@@ -25,6 +25,7 @@ from gradlint.rules import (
     gl401_dropped_final_window,
     gl402_unsynced_accumulation,
     gl403_off_by_one_gate,
+    gl404_sync_guard_misses_forward,
     gl407_sampler_epoch_not_set,
 )
 from gradlint.rules.base import Finding, Rule
@@ -48,6 +49,7 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     gl401_dropped_final_window,
     gl402_unsynced_accumulation,
     gl403_off_by_one_gate,
+    gl404_sync_guard_misses_forward,
     gl407_sampler_epoch_not_set,
 )
 """Every rule module, in code order."""

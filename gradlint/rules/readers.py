@@ -9,7 +9,6 @@ from gradlint.model.loss import Scaling
 from gradlint.model.syntax import dotted, first_arg
 from gradlint.names import Kind
 
-
 _WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm"})
 
 
