@@ -26,6 +26,7 @@ from gradlint.rules import (
     gl402_unsynced_accumulation,
     gl403_off_by_one_gate,
     gl404_sync_guard_misses_forward,
+    gl406_deepspeed_manual_accumulation,
     gl407_sampler_epoch_not_set,
 )
 from gradlint.rules.base import Finding, Rule
@@ -50,6 +51,7 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     gl402_unsynced_accumulation,
     gl403_off_by_one_gate,
     gl404_sync_guard_misses_forward,
+    gl406_deepspeed_manual_accumulation,
     gl407_sampler_epoch_not_set,
 )
 """Every rule module, in code order."""
