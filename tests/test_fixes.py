@@ -240,6 +240,27 @@ def train(model, loader, optimizer, epochs, accum):
                 scheduler.step()
                 optimizer.zero_grad()
 '''),
+    Case('GL107', 'gl107_multistep', '''\
+def train(model, loader, optimizer, num_epochs):
+    scheduler = MultiStepLR(optimizer, milestones=[num_epochs // 2])
+    for epoch in range(num_epochs):
+        for x, y in loader:
+            model(x, y).backward()
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+        evaluate(model)
+''', '''\
+def train(model, loader, optimizer, num_epochs):
+    scheduler = MultiStepLR(optimizer, milestones=[num_epochs // 2])
+    for epoch in range(num_epochs):
+        for x, y in loader:
+            model(x, y).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        scheduler.step()
+        evaluate(model)
+'''),
     Case('GL201', 'gl201_nested', '''\
 def train(model, get_batch, optimizer, num_updates, accum):
     for update in range(num_updates):
