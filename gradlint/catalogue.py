@@ -90,6 +90,8 @@ RULE_INFOS: tuple[RuleInfo, ...] = (
     RuleInfo("GL404", "sync-guard-misses-forward", Severity.WARNING,
              "A DDP sync guard covers the backward but not the forward, so every micro-batch still synchronises.",
              fix=Applicability.UNSAFE),
+    RuleInfo("GL405", "sync-on-wrong-micro-batch", Severity.ERROR,
+             "A DDP sync guard's condition is inverted or off by one: the boundary backward skips the all-reduce."),
     RuleInfo("GL406", "deepspeed-manual-accumulation", Severity.ERROR,
              "A DeepSpeed engine is stepped under a manual accumulation gate instead of owning the window."),
     RuleInfo("GL407", "sampler-epoch-not-set", Severity.WARNING,

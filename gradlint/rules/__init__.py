@@ -27,6 +27,7 @@ from gradlint.rules import (
     gl402_unsynced_accumulation,
     gl403_off_by_one_gate,
     gl404_sync_guard_misses_forward,
+    gl405_sync_on_wrong_micro_batch,
     gl406_deepspeed_manual_accumulation,
     gl407_sampler_epoch_not_set,
 )
@@ -53,6 +54,7 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     gl402_unsynced_accumulation,
     gl403_off_by_one_gate,
     gl404_sync_guard_misses_forward,
+    gl405_sync_on_wrong_micro_batch,
     gl406_deepspeed_manual_accumulation,
     gl407_sampler_epoch_not_set,
 )

@@ -88,6 +88,9 @@ def _prepared_by_hand(loop: TrainingLoop) -> Iterator[Finding]:
     """A model prepared by Accelerate (or set up by Fabric), which wraps it in DDP on several
     processes, accumulated by hand: ``accelerator.backward`` / ``fabric.backward`` per
     micro-batch outside ``accumulate()`` and ``no_backward_sync()``."""
+    unit = loop.unit
+    if "deepspeed" in unit.text_of(unit.root).lower() or any("deepspeed" in q for q in unit.facts.aliases.values()):
+        return  # under a DeepSpeed plugin the prepared model is an engine, which owns the window and its sync
     for event in per_micro_batch(loop, Role.BACKWARD):
         if event.no_sync or event.framework not in ("accelerate", "fabric"):
             continue

@@ -29,7 +29,7 @@ class SyncGuardMissesForward(Rule):
         for backward in loop.of(Role.BACKWARD):
             unit = backward.unit
             scope = loop.root if unit is loop.unit else unit.root
-            guard = _guard_of(unit, scope, backward)
+            guard = guard_of(unit, scope, backward)
             if guard is None or id(guard) in reported:
                 continue
             forward = _forward_outside(unit, scope, backward, guard)
@@ -112,21 +112,21 @@ def train(model, get_batch, optimizer, num_updates, accum_steps):
     )
 
 
-def _guard_of(unit: UnitModel, scope: cst.CSTNode, event: Event) -> cst.With | None:
+def guard_of(unit: UnitModel, scope: cst.CSTNode, event: Event) -> cst.With | None:
     """The innermost ``with model.no_sync():`` (or ``fabric.no_backward_sync(...)``, or a context
     variable bound to one) inside the loop around ``event``."""
     for node in reversed(event.ancestors):
         if node is scope:
             return None
-        if isinstance(node, cst.With) and any(_is_guard(unit, item.item) for item in node.items):
+        if isinstance(node, cst.With) and any(is_guard(unit, item.item) for item in node.items):
             return node
     return None
 
 
-def _is_guard(unit: UnitModel, expr: cst.BaseExpression) -> bool:
+def is_guard(unit: UnitModel, expr: cst.BaseExpression) -> bool:
     """``x.no_sync()``, either arm of ``x.no_sync() if ddp else nullcontext()``, or a name bound to one."""
     if isinstance(expr, cst.IfExp):
-        return _is_guard(unit, expr.body) or _is_guard(unit, expr.orelse)
+        return is_guard(unit, expr.body) or is_guard(unit, expr.orelse)
     if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
         return expr.func.attr.value in _GUARDS
     name = dotted(expr)
