@@ -9,6 +9,7 @@ top-level statements) that can hold a training loop. Only those are handed to li
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -42,6 +43,11 @@ class ModuleFacts:
     token_masking: bool = False  # `ignore_index` or a -100 label mask appears in the module
     extra_names: dict[str, Kind] = field(default_factory=dict)
     unknown: frozenset[str] = frozenset()  # names the project assigns objects of different kinds
+    sets_epoch: bool = False  # the module calls some sampler's or loader's `set_epoch(...)`
+    distributed_loaders: dict[str, str | None] = field(default_factory=dict)
+    """Loaders built as ``DataLoader(..., sampler=<a shuffling DistributedSampler>)``, with the
+    sampler's name (None when it is built inline); every assignment of the name is such a call."""
+    wrapped_models: set[str] = field(default_factory=set)  # models returned by `accelerator.prepare` / `fabric.setup`
 
     def kind_of(self, dotted: str | None) -> Kind | None:
         """The kind of a receiver, from its bindings first, its name second; none for a name
@@ -87,6 +93,9 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit:
     facts.aliases = build_alias_table(collector.imports)
     for target, value in collector.assignments:
         _bind(facts, target, value)
+    facts.sets_epoch = "set_epoch" in text
+    if "DistributedSampler" in text:
+        facts.distributed_loaders = _distributed_loaders(facts, collector.assignments)
     return Screen(tree=tree, facts=facts, units=collector.units, other_units=collector.other_units,
                   callers=collector.waiting)
 
@@ -195,7 +204,16 @@ class _Collector(ast.NodeVisitor):
             self._calls[-1].add(func.attr)
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("zero_grad", "zero_"):
             self._zeroes()
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("prepare", "prepare_scheduler"):
+            self._prepares(node.args)
         self.generic_visit(node)
+
+    def _prepares(self, args: list[ast.expr]) -> None:
+        """Names handed to ``accelerator.prepare`` (``*`` when an argument is unpacked)."""
+        for arg in args:
+            name = "*" if isinstance(arg, ast.Starred) else dotted_name(arg)
+            if name is not None:
+                self.facts.prepared.add(name)
 
     def _zeroes(self) -> None:
         if self._function:
@@ -259,6 +277,53 @@ class _Collector(ast.NodeVisitor):
             self.other_units.extend(u for u, _ in waiting)
 
 
+_LOADER_NAME = re.compile(r"loader|(^|[._])(dl|data|dataset|ds)s?($|_)|_dl$|sampler", re.I)
+
+
+def _distributed_loaders(facts: ModuleFacts, assignments: list[tuple[ast.expr, ast.expr]]) -> dict[str, str | None]:
+    """Loaders whose every assignment is ``DataLoader(..., sampler=S)`` with ``S`` a shuffling
+    ``DistributedSampler`` (a name every assignment of which builds one, or the call itself)."""
+    values: dict[str, list[ast.expr]] = {}
+    for target, value in assignments:
+        for element in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
+            name = dotted_name(element)
+            if name is not None:  # a tuple's element takes the whole value: never one loader or sampler
+                values.setdefault(name, []).append(value if element is target else target)
+    samplers = {name for name, found in values.items() if all(_is_shuffling_sampler(facts, v) for v in found)}
+    loaders: dict[str, str | None] = {}
+    for name, found in values.items():
+        drawn = {_loader_sampler(facts, v, samplers) for v in found}
+        if len(drawn) == 1 and (sampler := drawn.pop()) != "":
+            loaders[name] = sampler
+    return loaders
+
+
+def _is_shuffling_sampler(facts: ModuleFacts, value: ast.expr) -> bool:
+    """``DistributedSampler(...)`` not built with ``shuffle=False``."""
+    if not isinstance(value, ast.Call) or (callee := dotted_name(value.func)) is None:
+        return False
+    if facts.qualified(callee).rsplit(".", 1)[-1] != "DistributedSampler":
+        return False
+    return not any(k.arg == "shuffle" and not (isinstance(k.value, ast.Constant) and k.value.value is True)
+                   for k in value.keywords)
+
+
+def _loader_sampler(facts: ModuleFacts, value: ast.expr, samplers: set[str]) -> str | None:
+    """The sampler's name when ``value`` is ``DataLoader(..., sampler=<sampler>)`` (None: built
+    inline), else the empty string."""
+    if not isinstance(value, ast.Call) or (callee := dotted_name(value.func)) is None:
+        return ""
+    if facts.qualified(callee).rsplit(".", 1)[-1] != "DataLoader":
+        return ""
+    for keyword in value.keywords:
+        if keyword.arg == "sampler":
+            name = dotted_name(keyword.value)
+            if name in samplers:
+                return name
+            return None if _is_shuffling_sampler(facts, keyword.value) else ""
+    return ""
+
+
 def _bind(facts: ModuleFacts, target: ast.expr, value: ast.expr) -> None:
     """Record what kind of object ``target`` holds after ``target = value``."""
     if isinstance(value, ast.Await):
@@ -317,6 +382,8 @@ def _bind_tuple(facts: ModuleFacts, targets: list[ast.expr], value: ast.expr) ->
         args = list(value.args) or [k.value for k in value.keywords]
         for name, arg in zip(names, args, strict=False):
             kind = _arg_kind(facts, arg)
+            if name and kind is None and last in ("prepare", "setup") and not _LOADER_NAME.search(name):
+                facts.wrapped_models.add(name)
             if name and kind is not None:
                 facts.bindings.setdefault(name, kind)
                 if last == "prepare":

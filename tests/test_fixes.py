@@ -211,6 +211,56 @@ def train(model, loader, optimizer, scheduler, accum):
         scheduler.step()
         optimizer.zero_grad()
 '''),
+    Case('GL106', 'gl106_trainer_total', '''\
+import math
+
+
+def train(model, loader, optimizer, epochs, accum):
+    total_steps = len(loader) * epochs  # the schedule's length
+    scheduler = get_cosine_schedule_with_warmup(optimizer, num_warmup_steps=0, num_training_steps=total_steps)
+    for epoch in range(epochs):
+        for i, (x, y) in enumerate(loader):
+            (model(x, y) / accum).backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+''', '''\
+import math
+
+
+def train(model, loader, optimizer, epochs, accum):
+    total_steps = math.ceil(len(loader) / accum) * epochs  # the schedule's length
+    scheduler = get_cosine_schedule_with_warmup(optimizer, num_warmup_steps=0, num_training_steps=total_steps)
+    for epoch in range(epochs):
+        for i, (x, y) in enumerate(loader):
+            (model(x, y) / accum).backward()
+            if (i + 1) % accum == 0:
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+'''),
+    Case('GL107', 'gl107_multistep', '''\
+def train(model, loader, optimizer, num_epochs):
+    scheduler = MultiStepLR(optimizer, milestones=[num_epochs // 2])
+    for epoch in range(num_epochs):
+        for x, y in loader:
+            model(x, y).backward()
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+        evaluate(model)
+''', '''\
+def train(model, loader, optimizer, num_epochs):
+    scheduler = MultiStepLR(optimizer, milestones=[num_epochs // 2])
+    for epoch in range(num_epochs):
+        for x, y in loader:
+            model(x, y).backward()
+            optimizer.step()
+            optimizer.zero_grad()
+        scheduler.step()
+        evaluate(model)
+'''),
     Case('GL201', 'gl201_nested', '''\
 def train(model, get_batch, optimizer, num_updates, accum):
     for update in range(num_updates):
@@ -377,6 +427,53 @@ def train(model, loader, optimizer):
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
         optimizer.zero_grad()
+'''),
+    Case('GL404', 'gl404_guard_after_forward', '''\
+def train(model, loader, optimizer, accum):
+    for i, (x, y) in enumerate(loader):
+        loss = model(x, y) / accum  # forward
+        with model.no_sync():
+            loss.backward()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+''', '''\
+def train(model, loader, optimizer, accum):
+    for i, (x, y) in enumerate(loader):
+        with model.no_sync():
+            loss = model(x, y) / accum  # forward
+            loss.backward()
+        if (i + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+'''),
+    Case('GL407', 'gl407_self_sampler', '''\
+class Trainer:
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            # one pass over the data
+            for x, y in self.loader:
+                self.model(x, y).backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+
+    def setup(self, dataset):
+        self.sampler = DistributedSampler(dataset)
+        self.loader = DataLoader(dataset, sampler=self.sampler)
+''', '''\
+class Trainer:
+    def fit(self, epochs):
+        for epoch in range(epochs):
+            self.sampler.set_epoch(epoch)
+            # one pass over the data
+            for x, y in self.loader:
+                self.model(x, y).backward()
+                self.optimizer.step()
+                self.optimizer.zero_grad()
+
+    def setup(self, dataset):
+        self.sampler = DistributedSampler(dataset)
+        self.loader = DataLoader(dataset, sampler=self.sampler)
 '''),
 ]
 

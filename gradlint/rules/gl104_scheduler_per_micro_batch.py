@@ -8,7 +8,7 @@ from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import call_text, per_micro_batch, quoted, step_text, steps_of
+from gradlint.rules.readers import call_text, per_micro_batch, quoted, step_text, steps_of, unprepared_scheduler
 
 
 class SchedulerPerMicroBatch(Rule):
@@ -16,7 +16,13 @@ class SchedulerPerMicroBatch(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.SCHEDULER_STEP):
-            if event.metric or loop.accelerate_skips(event):
+            if event.metric:
+                continue
+            if loop.accelerate_skips(event):
+                if unprepared_scheduler(loop, event):
+                    yield Finding(event.span, f"{call_text(loop, event)} runs inside accelerator.accumulate() but "
+                                  "the scheduler never passed through accelerator.prepare, so Accelerate does not "
+                                  "hold it back: it advances on every micro-batch; prepare it with the optimizer")
                 continue
             yield Finding(event.span, f"{call_text(loop, event)} advances the LR schedule on every "
                           "micro-batch (warmup and decay run N times too fast); step it once per update, "
@@ -43,8 +49,30 @@ def train(model, loader, optimizer, plateau, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """,
+        """\
+def train(model, loader, optimizer, accelerator, epochs):
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1000)
+    model, optimizer, scheduler = accelerator.prepare(model, optimizer, scheduler)
+    for x, y in loader:
+        with accelerator.accumulate(model):
+            accelerator.backward(model(x, y))
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+""",
     )
     INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer, accelerator, epochs):
+    scheduler = torch.optim.lr_scheduler.StepLR(optimizer, step_size=1000)
+    model, optimizer = accelerator.prepare(model, optimizer)
+    for x, y in loader:
+        with accelerator.accumulate(model):
+            accelerator.backward(model(x, y))
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+""", ((8, "GL104"),)),
         Invalid("""\
 def train(model, loader, optimizer, scheduler, accum_steps):
     for step, (x, y) in enumerate(loader):

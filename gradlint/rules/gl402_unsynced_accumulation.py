@@ -5,17 +5,21 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gradlint.catalogue import CATALOGUE
-from gradlint.model.events import Role, TrainingLoop
+from gradlint.model.events import Role, Shape, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Finding, Invalid, Rule
-from gradlint.rules.readers import per_micro_batch
+from gradlint.rules.readers import call_text, per_micro_batch
 
 
 class UnsyncedAccumulation(Rule):
     info = CATALOGUE["GL402"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
-        if Kind.DDP_MODEL not in loop.unit.facts.bindings.values() or loop.sync_controlled:
+        if loop.sync_controlled:
+            return
+        if loop.unit.facts.wrapped_models and loop.shape is not Shape.ACCELERATE:
+            yield from _prepared_by_hand(loop)
+        if Kind.DDP_MODEL not in loop.unit.facts.bindings.values():
             return
         for event in per_micro_batch(loop, Role.BACKWARD):
             if event.no_sync or event.framework in ("accelerate", "fabric", "deepspeed"):
@@ -25,6 +29,26 @@ class UnsyncedAccumulation(Rule):
                           "forward and backward of all but the last micro-batch under `with model.no_sync():`")
 
     VALID = (
+        """\
+def train(model, loader, optimizer, accelerator, accum_steps):
+    model, optimizer = accelerator.prepare(model, optimizer)
+    for step, (x, y) in enumerate(loader):
+        with accelerator.accumulate(model):
+            accelerator.backward(model(x, y))
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, fabric, accum_steps):
+    model, optimizer = fabric.setup(model, optimizer)
+    for step, (x, y) in enumerate(loader):
+        is_accumulating = (step + 1) % accum_steps != 0
+        with fabric.no_backward_sync(model, enabled=is_accumulating):
+            fabric.backward(model(x, y) / accum_steps)
+        if not is_accumulating:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
         """\
 def train(model, loader, optimizer, accum_steps):
     model = DistributedDataParallel(model)
@@ -48,4 +72,31 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """, ((4, "GL402"),)),
+        Invalid("""\
+def train(model, get_batch, optimizer, accelerator, num_updates, accum_steps):
+    model, optimizer = accelerator.prepare(model, optimizer)
+    for update in range(num_updates):
+        for _ in range(accum_steps):
+            accelerator.backward(model(*get_batch()) / accum_steps)
+        optimizer.step()
+        optimizer.zero_grad()
+""", ((5, "GL402"),)),
     )
+
+
+def _prepared_by_hand(loop: TrainingLoop) -> Iterator[Finding]:
+    """A model prepared by Accelerate (or set up by Fabric), which wraps it in DDP on several
+    processes, accumulated by hand: ``accelerator.backward`` / ``fabric.backward`` per
+    micro-batch outside ``accumulate()`` and ``no_backward_sync()``."""
+    unit = loop.unit
+    if "deepspeed" in unit.text_of(unit.root).lower() or any("deepspeed" in q for q in unit.facts.aliases.values()):
+        return  # under a DeepSpeed plugin the prepared model is an engine, which owns the window and its sync
+    for event in per_micro_batch(loop, Role.BACKWARD):
+        if event.no_sync or event.framework not in ("accelerate", "fabric"):
+            continue
+        guard = "accelerator.accumulate(model)" if event.framework == "accelerate" else (
+            "fabric.no_backward_sync(model, enabled=is_accumulating)")
+        yield Finding(event.span, f"{call_text(loop, event)} runs in a hand-made accumulation window of a model "
+                      f"prepared by {event.framework.capitalize()} (DistributedDataParallel on several processes) "
+                      "with no sync guard, so gradients are all-reduced on every micro-batch; run the micro-batch "
+                      f"forward and backward under `with {guard}:`")

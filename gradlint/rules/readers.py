@@ -6,8 +6,10 @@ import libcst as cst
 
 from gradlint.model.events import Event, Place, Role, TrainingLoop
 from gradlint.model.loss import Scaling
-from gradlint.model.syntax import first_arg
+from gradlint.model.syntax import dotted, first_arg
 from gradlint.names import Kind
+
+_WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm"})
 
 
 def call_text(loop: TrainingLoop, event: Event) -> str:
@@ -87,3 +89,29 @@ def scaled_backwards(loop: TrainingLoop) -> list[Event]:
     """Per-micro-batch backward calls whose loss the loop divides itself (not a framework)."""
     return [e for e in per_micro_batch(loop, Role.BACKWARD)
             if not e.framework_divides and e.loss_trace.scaling is Scaling.SCALED]
+
+
+def unprepared_scheduler(loop: TrainingLoop, event: Event) -> bool:
+    """A scheduler the module builds itself (a known constructor) and never hands to
+    ``accelerator.prepare``: Accelerate's ``accumulate()`` does not hold its steps back.
+    Unknown origins (a parameter, an unpacked ``prepare(*objects)``) are not."""
+    facts, name = loop.unit.facts, event.receiver
+    if event.kind is not Kind.SCHEDULER or not name or "*" in facts.prepared:
+        return False
+    last = name.rsplit(".", 1)[-1]
+    if any(p.rsplit(".", 1)[-1] == last for p in facts.prepared):
+        return False
+    return facts.bindings.get(name, facts.bindings.get(last)) is Kind.SCHEDULER
+
+
+def loader_of(loop: TrainingLoop, root: cst.For) -> str | None:
+    """The loader a ``for`` iterates, as written, through ``enumerate`` and ``tqdm`` (also a
+    progress bar assigned once: ``pbar = tqdm(loader)``)."""
+    source: cst.BaseExpression = root.iter
+    name = dotted(source)
+    bound = loop.unit.single_value(name) if name else None
+    if isinstance(bound, cst.Call) and dotted(bound.func) in _WRAPPERS:
+        source = bound
+    while isinstance(source, cst.Call) and dotted(source.func) in _WRAPPERS and source.args:
+        source = source.args[0].value
+    return dotted(source)

@@ -1,0 +1,197 @@
+"""GL106 schedule-length-in-micro-batches: an LR schedule sized in micro-batches, stepped per update."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.fixes import primitives as edit
+from gradlint.model.events import Event, Place, Role, Shape, TrainingLoop
+from gradlint.model.syntax import dotted
+from gradlint.rules.base import Change, Finding, Invalid, Rule
+from gradlint.rules.readers import loader_of, unprepared_scheduler
+
+_LENGTHS = {  # factory -> (keyword, positional index) of each length argument
+    "get_scheduler": (("num_training_steps", None),),
+    "OneCycleLR": (("total_steps", 2), ("steps_per_epoch", None)),
+    "CosineAnnealingLR": (("T_max", 1),),
+    "LinearLR": (("total_iters", 3),),
+    "PolynomialLR": (("total_iters", 1),),
+}
+_SCHEDULE_FACTORY = (("num_training_steps", 2),)  # transformers' get_*_schedule*(optimizer, warmup, total)
+_DEPTH = 4
+
+
+class ScheduleLengthInMicroBatches(Rule):
+    info = CATALOGUE["GL106"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        if not loop.accumulating or loop.shape not in (Shape.GATED, Shape.ACCELERATE) or (n := _factor(loop)) is None:
+            return
+        if not isinstance(loop.root, cst.For) or (loader := loader_of(loop, loop.root)) is None:
+            return
+        seen: set[str] = set()
+        for event in loop.of(Role.SCHEDULER_STEP):
+            name = event.receiver
+            if name is None or name in seen or event.metric or not _per_update(loop, event):
+                continue
+            seen.add(name)
+            built = loop.unit.single_value(name)
+            if not isinstance(built, cst.Call):
+                continue
+            for length in _length_arguments(built):
+                found = _micro_batch_length(loop, length, loader)
+                if found is None:
+                    continue
+                yield Finding(loop.unit.span(built), f"`{name}`'s length counts micro-batches (`len({loader})` is "
+                              f"not divided by the {n} micro-batches of an update) while it steps once per update, "
+                              f"so it runs only 1/{n} of its course; size it in updates: "
+                              f"`math.ceil(len({loader}) / {n})`",
+                              self.fix(_divide, loop, found, n))
+                break
+
+    VALID = (
+        """\
+import math
+
+def train(model, loader, optimizer, epochs, accum_steps):
+    updates = math.ceil(len(loader) / accum_steps) * epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, 100, updates)
+    for epoch in range(epochs):
+        for step, (x, y) in enumerate(loader):
+            (model(x, y) / accum_steps).backward()
+            if (step + 1) % accum_steps == 0:
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, total_steps, accum_steps):
+    scheduler = OneCycleLR(optimizer, max_lr=0.1, total_steps=total_steps)
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            scheduler.step()
+            optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+import math
+
+def train(model, loader, optimizer, epochs, accum_steps):
+    total = len(loader) * epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, 100, total)
+    for epoch in range(epochs):
+        for step, (x, y) in enumerate(loader):
+            (model(x, y) / accum_steps).backward()
+            if (step + 1) % accum_steps == 0:
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+""", ((5, "GL106"),), fixed="""\
+import math
+
+def train(model, loader, optimizer, epochs, accum_steps):
+    total = math.ceil(len(loader) / accum_steps) * epochs
+    scheduler = get_linear_schedule_with_warmup(optimizer, 100, total)
+    for epoch in range(epochs):
+        for step, (x, y) in enumerate(loader):
+            (model(x, y) / accum_steps).backward()
+            if (step + 1) % accum_steps == 0:
+                optimizer.step()
+                scheduler.step()
+                optimizer.zero_grad()
+"""),
+    )
+
+
+def _per_update(loop: TrainingLoop, event: Event) -> bool:
+    """The scheduler advances once per update: at the boundary, or as a prepared scheduler
+    that Accelerate's ``accumulate()`` holds back."""
+    if event.place is Place.BOUNDARY:
+        return True
+    return loop.accelerate_skips(event) and not unprepared_scheduler(loop, event)
+
+
+def _length_arguments(call: cst.Call) -> list[cst.BaseExpression]:
+    """The arguments of a known schedule factory that count its length in scheduler steps."""
+    last = (dotted(call.func) or "").rsplit(".", 1)[-1]
+    if last in _LENGTHS:
+        specs = _LENGTHS[last]
+    elif last.startswith("get_") and "schedule" in last and last != "get_scheduler":
+        specs = _SCHEDULE_FACTORY
+    else:
+        return []
+    positional = [a.value for a in call.args if a.keyword is None and a.star == ""]
+    found = []
+    for keyword, index in specs:
+        value = next((a.value for a in call.args if a.keyword is not None and a.keyword.value == keyword), None)
+        if value is None and index is not None and index < len(positional):
+            value = positional[index]
+        if value is not None:
+            found.append(value)
+    return found
+
+
+def _micro_batch_length(loop: TrainingLoop, length: cst.BaseExpression, loader: str) -> cst.Call | None:
+    """The ``len(<loader>)`` call a length is built from when nothing on the way divides it
+    (by N or anything else), names the accumulation, or scales it by the process count;
+    None when the length is sized otherwise or cannot be followed (a name assigned twice, a
+    parameter)."""
+    found: list[cst.Call] = []
+    if not _follow(loop, length, loader, found, _DEPTH) or len(found) != 1:
+        return None
+    return found[0]
+
+
+def _follow(loop: TrainingLoop, node: cst.BaseExpression, loader: str, found: list[cst.Call], depth: int) -> bool:
+    """Walk ``node`` through single assignments, collecting ``len(loader)`` calls; False as
+    soon as something makes it not a micro-batch count (or unknowable)."""
+    text = loop.unit.text_of(node)
+    if "/" in text or "accum" in text.lower() or "num_processes" in text or "world_size" in text:
+        return False
+    if isinstance(node, cst.Call):
+        if dotted(node.func) == "len" and len(node.args) == 1 and dotted(node.args[0].value) == loader:
+            found.append(node)
+            return True
+        return False
+    if isinstance(node, (cst.Integer, cst.Float)):
+        return True
+    if isinstance(node, cst.BinaryOperation):
+        if not isinstance(node.operator, (cst.Multiply, cst.Add, cst.Subtract)):
+            return False
+        return _follow(loop, node.left, loader, found, depth) and _follow(loop, node.right, loader, found, depth)
+    name = dotted(node)
+    if name is None:
+        return False
+    values = loop.unit.bound_values(name)
+    if not values or depth == 0:
+        return True  # an epoch count or another factor from elsewhere
+    value = values[0]
+    return len(values) == 1 and isinstance(value, cst.BaseExpression) and _follow(loop, value, loader, found, depth - 1)
+
+
+def _factor(loop: TrainingLoop) -> str | None:
+    """N as the loop shows it: the gate's modulus, or ``accelerator.gradient_accumulation_steps``
+    under an ``accumulate()`` block of an Accelerator built to accumulate."""
+    if loop.factor is not None:
+        return edit.operand(loop, loop.factor)
+    if loop.shape is Shape.ACCELERATE and loop.unit.facts.accelerator_accumulates:
+        backward = next((e for e in loop.of(Role.BACKWARD) if loop.in_accumulate(e)), None)
+        accelerator = loop.accumulating_accelerator(backward) if backward is not None else None
+        return f"{accelerator}.gradient_accumulation_steps" if accelerator else None
+    return None
+
+
+def _divide(loop: TrainingLoop, length: cst.Call, n: str) -> Change | None:
+    """Rewrite ``len(loader)`` as ``math.ceil(len(loader) / N)`` (unsafe: a schedule may be
+    sized in micro-batches on purpose, or stepped elsewhere too)."""
+    if loop.unit.facts.aliases.get("math") != "math":
+        return None
+    code = loop.unit.text_of(length).strip()
+    return Change(f"Size the schedule in updates: `math.ceil({code} / {n})`",
+                  edit.replace(loop, length, f"math.ceil({code} / {n})"))

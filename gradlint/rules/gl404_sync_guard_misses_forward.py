@@ -1,0 +1,212 @@
+"""GL404 sync-guard-misses-forward: a DDP sync guard that covers the backward but not the forward."""
+
+from __future__ import annotations
+
+from collections.abc import Iterator
+
+import libcst as cst
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.diagnostics import Span
+from gradlint.fixes import edits
+from gradlint.fixes.layout import layout_of
+from gradlint.fixes.regions import before
+from gradlint.model.events import Event, Role, TrainingLoop
+from gradlint.model.syntax import dotted, names_in
+from gradlint.model.unit import UnitModel
+from gradlint.rules.base import Change, Finding, Invalid, Rule
+
+_GUARDS = ("no_sync", "no_backward_sync")
+
+
+class SyncGuardMissesForward(Rule):
+    info = CATALOGUE["GL404"]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        if not loop.accumulating:
+            return
+        reported: set[int] = set()
+        for backward in loop.of(Role.BACKWARD):
+            unit = backward.unit
+            scope = loop.root if unit is loop.unit else unit.root
+            guard = guard_of(unit, scope, backward)
+            if guard is None or id(guard) in reported:
+                continue
+            forward = _forward_outside(unit, scope, backward, guard)
+            if forward is None:
+                continue
+            reported.add(id(guard))
+            start, end = unit.span(guard), unit.span(guard.items[-1])
+            yield Finding(Span(start.line, start.column, end.end_line, end.end_column),
+                          "this sync guard covers the backward but not the forward: the loss is computed "
+                          f"before it (line {unit.span(forward).line}); DDP decides during the forward whether the next "
+                          "backward all-reduces, so every micro-batch still synchronises: run the forward "
+                          "inside the guard too", self.fix(_move_forward, loop, guard, forward))
+        for toggle in loop.of(Role.SYNC_TOGGLE):
+            forward = _forward_before_toggle(loop, toggle)
+            if forward is not None:
+                yield Finding(toggle.span, "`require_backward_grad_sync` is assigned after the forward (line "
+                              f"{loop.unit.span(forward).line}) that it should control; DDP reads the flag during "
+                              "the forward, so set it before the forward pass")
+
+    VALID = (
+        """\
+def train(model, loader, optimizer, accum_steps):
+    model = DistributedDataParallel(model)
+    for step, (x, y) in enumerate(loader):
+        if (step + 1) % accum_steps != 0:
+            with model.no_sync():
+                loss = model(x, y) / accum_steps
+                loss.backward()
+            continue
+        loss = model(x, y) / accum_steps
+        loss.backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+        """\
+def train(model, get_batch, optimizer, num_updates, accum_steps):
+    for update in range(num_updates):
+        for micro_step in range(accum_steps):
+            model.require_backward_grad_sync = micro_step == accum_steps - 1
+            x, y = get_batch()
+            logits, loss = model(x, y)
+            (loss / accum_steps).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps):
+    model = DistributedDataParallel(model)
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y) / accum_steps
+        with model.no_sync():
+            loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((5, "GL404"),), fixed="""\
+def train(model, loader, optimizer, accum_steps):
+    model = DistributedDataParallel(model)
+    for step, (x, y) in enumerate(loader):
+        with model.no_sync():
+            loss = model(x, y) / accum_steps
+            loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+        Invalid("""\
+def train(model, get_batch, optimizer, num_updates, accum_steps):
+    for update in range(num_updates):
+        for micro_step in range(accum_steps):
+            x, y = get_batch()
+            logits, loss = model(x, y)
+            model.require_backward_grad_sync = micro_step == accum_steps - 1
+            (loss / accum_steps).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+""", ((6, "GL404"),)),
+    )
+
+
+def guard_of(unit: UnitModel, scope: cst.CSTNode, event: Event) -> cst.With | None:
+    """The innermost ``with model.no_sync():`` (or ``fabric.no_backward_sync(...)``, or a context
+    variable bound to one) inside the loop around ``event``."""
+    for node in reversed(event.ancestors):
+        if node is scope:
+            return None
+        if isinstance(node, cst.With) and any(is_guard(unit, item.item) for item in node.items):
+            return node
+    return None
+
+
+def is_guard(unit: UnitModel, expr: cst.BaseExpression) -> bool:
+    """``x.no_sync()``, either arm of ``x.no_sync() if ddp else nullcontext()``, or a name bound to one."""
+    if isinstance(expr, cst.IfExp):
+        return is_guard(unit, expr.body) or is_guard(unit, expr.orelse)
+    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
+        return expr.func.attr.value in _GUARDS
+    name = dotted(expr)
+    values = unit.bound_values(name) if name else []
+    return bool(values) and all(any(g in unit.text_of(v) for g in _GUARDS) for v in values)
+
+
+def _forward_outside(unit: UnitModel, scope: cst.CSTNode, backward: Event, guard: cst.With) -> cst.CSTNode | None:
+    """The statement, before ``guard`` in the same iteration, that computes the loss the
+    guarded backward differentiates, when nothing inside the guard recomputes it."""
+    guard_span = unit.span(guard)
+    scope_line = unit.span(scope).line
+    loss = backward.unscaled_loss
+    if loss is None:
+        return None
+    statement = None
+    for name in names_in(loss):
+        found = _forward_of(unit, scope, name, backward)
+        if found is None:
+            continue
+        line = unit.span(found).line
+        if line >= guard_span.line or line <= scope_line:
+            return None
+        statement = found
+    return statement
+
+
+def _forward_of(unit: UnitModel, scope: cst.CSTNode, name: str, backward: Event) -> cst.SimpleStatementLine | None:
+    """The last statement before ``backward`` that computes ``name`` with a call (the forward;
+    ``loss = loss / N`` is passed over)."""
+    assigned = sorted((pair for pair in _assignments(unit, scope, name) if pair[0] < backward.span.line),
+                      key=lambda p: p[0])
+    return next((s for _, s in reversed(assigned) if "(" in unit.text_of(s)), None)
+
+
+def _assignments(unit: UnitModel, scope: cst.CSTNode, name: str) -> list[tuple[int, cst.SimpleStatementLine]]:
+    """Where ``scope`` assigns ``name`` (also as an element of a tuple target): the line and
+    the statement line of each assignment."""
+    found: list[tuple[int, cst.SimpleStatementLine]] = []
+
+    class _Assigns(cst.CSTVisitor):
+        def visit_SimpleStatementLine(self, node: cst.SimpleStatementLine) -> None:
+            for small in node.body:
+                targets = [t.target for t in small.targets] if isinstance(small, cst.Assign) else (
+                    [small.target] if isinstance(small, (cst.AnnAssign, cst.AugAssign)) else [])
+                for target in targets:
+                    elements = [e.value for e in target.elements] if isinstance(target, (cst.Tuple, cst.List)) else [target]
+                    if any(dotted(e) == name for e in elements):
+                        found.append((unit.span(node).line, node))
+
+    scope.visit(_Assigns())
+    return found
+
+
+def _forward_before_toggle(loop: TrainingLoop, toggle: Event) -> cst.CSTNode | None:
+    """The forward of the backward that follows a ``require_backward_grad_sync`` assignment,
+    when it was computed after the iteration began and before the assignment."""
+    following = [b for b in loop.of(Role.BACKWARD) if loop.flows(toggle, b)]
+    if not following or toggle.unit is not loop.unit or following[0].unit is not loop.unit:
+        return None
+    backward = following[0]
+    loss = backward.unscaled_loss
+    for name in names_in(loss) if loss is not None else set():
+        statement = _forward_of(loop.unit, loop.root, name, backward)
+        if statement is not None:
+            line = loop.unit.span(statement).line
+            return statement if loop.span.line < line < toggle.span.line else None
+    return None
+
+
+def _move_forward(loop: TrainingLoop, guard: cst.With, forward: cst.CSTNode) -> Change | None:
+    """Move the forward into the guard when it is the statement just before it (unsafe: the
+    forward may have side effects the code after the guard relies on being outside it)."""
+    layout = layout_of(loop.unit)
+    block = layout.block_of(guard)
+    if block is None or layout.block_of(forward) is not block or not isinstance(guard.body, cst.IndentedBlock):
+        return None
+    index = next(i for i, s in enumerate(block.body) if s is guard)
+    if index == 0 or block.body[index - 1] is not forward:
+        return None
+    spot = before(layout, guard.body.body[0], guard.body)
+    moved = edits.move_statements(loop, [forward], spot, ())
+    return Change("Move the forward into the sync guard", moved) if moved else None
