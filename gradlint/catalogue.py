@@ -61,6 +61,8 @@ RULE_INFOS: tuple[RuleInfo, ...] = (
     RuleInfo("GL204", "double-accumulation-scaling", Severity.ERROR,
              "A manual 1/N where the framework already divides the loss by N.",
              fix=Applicability.UNSAFE),
+    RuleInfo("GL205", "loss-ignores-num-items", Severity.WARNING,
+             "An HF Trainer's compute_loss ignores num_items_in_batch, so the gradient is N times too large."),
     RuleInfo("GL301", "clip-after-step", Severity.ERROR,
              "Gradients are clipped after the optimizer step of the same update.",
              fix=Applicability.SAFE),
@@ -87,6 +89,9 @@ RULE_INFOS: tuple[RuleInfo, ...] = (
              "DDP accumulation without no_sync(): an all-reduce on every micro-batch."),
     RuleInfo("GL403", "off-by-one-gate", Severity.WARNING,
              "A 0-based counter gated with `% N == 0` steps after the first micro-batch."),
+    RuleInfo("GL501", "checkpoint-missing-state", Severity.WARNING,
+             "A checkpoint or resume keeps the optimizer's state but not the scheduler or GradScaler it steps.",
+             fix=Applicability.UNSAFE),
 )
 """The rules that check training loops, in code order."""
 

@@ -8,6 +8,7 @@ server call :func:`lint_source` or :func:`analyse_bytes`.
 
 from __future__ import annotations
 
+import ast
 import warnings
 from collections.abc import Iterable
 from dataclasses import dataclass, field
@@ -20,7 +21,7 @@ from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import UnitLibrary
 from gradlint.prefilter import EVERYTHING, UnitFilter, Verdict, judge, suppressions_wanted, worth_reading
-from gradlint.rules import RULES
+from gradlint.rules import MODULE_RULES, RULES
 from gradlint.screen import screen
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode, parse_python, python_lines
@@ -73,6 +74,8 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
     for loop in scan.loops:
         for diagnostic in _check(loop, path, settings):
             found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
+    for diagnostic in _check_module(source, path, settings):
+        found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
     diagnostics = sorted(found.values(), key=Diagnostic.sort_key)
     if not verdict.suppressions or (not diagnostics and not suppressions_wanted(settings)):
         return diagnostics  # no suppression comment, or nothing to suppress and no GL900: skip tokenizing
@@ -154,6 +157,22 @@ def _check(loop: TrainingLoop, path: str, settings: Settings) -> Iterable[Diagno
             continue
         info = rule.info
         for finding in rule.check(loop):
+            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix)
+
+
+def _check_module(source: str, path: str, settings: Settings) -> Iterable[Diagnostic]:
+    """Findings of the module rules whose word the text holds (its syntax is judged already)."""
+    tree: ast.Module | None = None
+    for code, rule in MODULE_RULES.items():
+        if not settings.enabled(code) or rule.word not in source:
+            continue
+        if tree is None:
+            try:
+                tree = parse_python(source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return
+        info = rule.info
+        for finding in rule.check_module(tree):
             yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix)
 
 

@@ -41,6 +41,7 @@ class ModuleFacts:
     zeroing_functions: set[str] = field(default_factory=set)
     token_masking: bool = False  # `ignore_index` or a -100 label mask appears in the module
     extra_names: dict[str, Kind] = field(default_factory=dict)
+    disabled_scalers: set[str] = field(default_factory=set)  # `GradScaler(enabled=False)`: no state to lose
 
     def kind_of(self, dotted: str | None) -> Kind | None:
         """The kind of a receiver, from its bindings first, its name second."""
@@ -266,6 +267,9 @@ def _bind(facts: ModuleFacts, target: ast.expr, value: ast.expr) -> None:
     kind = _value_kind(facts, value)
     if kind is not None:
         facts.bindings.setdefault(name, kind)
+    if kind is Kind.SCALER and isinstance(value, ast.Call) and any(
+            k.arg == "enabled" and isinstance(k.value, ast.Constant) and k.value.value is False for k in value.keywords):
+        facts.disabled_scalers.add(name)
 
 
 def _value_kind(facts: ModuleFacts, value: ast.expr) -> Kind | None:

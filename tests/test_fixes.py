@@ -378,6 +378,31 @@ def train(model, loader, optimizer):
         optimizer.step()
         optimizer.zero_grad()
 '''),
+    Case('GL501', 'gl501_trailing_comma', '''\
+def train(model, loader, optimizer, scheduler, scaler, out):
+    for x, y in loader:
+        scaler.scale(model(x, y)).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        scheduler.step()
+        optimizer.zero_grad()
+    torch.save({
+        'model': model.state_dict(),
+        'optimizer': optimizer.state_dict(),  # moments
+    }, out)
+''', '''\
+def train(model, loader, optimizer, scheduler, scaler, out):
+    for x, y in loader:
+        scaler.scale(model(x, y)).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        scheduler.step()
+        optimizer.zero_grad()
+    torch.save({
+        'model': model.state_dict(),
+        'optimizer': optimizer.state_dict(), 'scaler': scaler.state_dict(), 'scheduler': scheduler.state_dict(),  # moments
+    }, out)
+'''),
     Case('GL306', 'gl306_comment_kept', '''\
 def train(model, loader, optimizer, epochs):
     for epoch in range(epochs):

@@ -73,12 +73,14 @@ def _loop_ancestors(loop: TrainingLoop) -> list[cst.CSTNode]:
 
 
 def scaler_constructions(loop: TrainingLoop) -> list[ScalerConstruction]:
-    """GradScalers the loop's unit builds inside the loop (or an epoch loop around it, or a
-    per-batch function that is the loop). Skipped: a construction inside a nested function, one
+    """GradScalers the loop's unit builds inside the loop (or an epoch loop around it, a
+    per-batch function that is the loop, or anywhere in a per-epoch function such as
+    ``train_one_epoch``). Skipped: a construction inside a nested function, one
     under an ``if`` that tests the scaler itself or an equality (``if scaler is None:``, ``if
     step == 0:``: built once), and ``GradScaler(enabled=False)``."""
     repeats = _loop_ancestors(loop)
     per_batch_function = not isinstance(loop.root, _REPEATS)
+    per_epoch_function = "epoch" in loop.unit.unit.name.lower()
     found: list[ScalerConstruction] = []
     for node, ancestors in _ancestry(loop.unit.root):
         if not isinstance(node, cst.Call) or _callee(node).rsplit(".", 1)[-1] not in _SCALER_CLASSES:
@@ -91,6 +93,8 @@ def scaler_constructions(loop: TrainingLoop) -> list[ScalerConstruction]:
             repeat: cst.CSTNode = outer[0]
         elif per_batch_function and any(a is loop.root for a in ancestors):
             repeat = loop.root
+        elif per_epoch_function and isinstance(loop.unit.root, cst.FunctionDef):
+            repeat = loop.unit.root  # a `train_one_epoch` function: called once per epoch
         else:
             continue
         below = ancestors[[i for i, a in enumerate(ancestors) if a is repeat][0]:]
@@ -190,7 +194,8 @@ def mentions(text: str, name: str) -> bool:
 
 def stepped_state(loop: TrainingLoop) -> list[tuple[str, str]]:
     """``(receiver, what)`` of the schedulers and GradScalers the loop steps itself, as written
-    (``what`` is ``"scheduler"`` or ``"scaler"``)."""
+    (``what`` is ``"scheduler"`` or ``"scaler"``; a scaler built with ``enabled=False`` has no
+    state and is left out)."""
     found: dict[str, str] = {}
     for event in loop.events:
         receiver = _receiver(event)
@@ -198,7 +203,8 @@ def stepped_state(loop: TrainingLoop) -> list[tuple[str, str]]:
             continue
         if event.role is Role.SCHEDULER_STEP and event.kind is Kind.SCHEDULER:
             found.setdefault(receiver, "scheduler")
-        elif event.kind is Kind.SCALER and event.role in (Role.STEP, Role.SCALER_UPDATE):
+        elif event.kind is Kind.SCALER and event.role in (Role.STEP, Role.SCALER_UPDATE) \
+                and receiver not in loop.unit.facts.disabled_scalers:
             found.setdefault(receiver, "scaler")
     return list(found.items())
 

@@ -16,6 +16,7 @@ from gradlint.rules import (
     gl202_fixed_divisor_partial_window,
     gl203_mean_of_means,
     gl204_double_accumulation_scaling,
+    gl205_loss_ignores_num_items,
     gl301_clip_after_step,
     gl302_scheduler_before_optimizer,
     gl303_clip_before_unscale,
@@ -26,8 +27,9 @@ from gradlint.rules import (
     gl401_dropped_final_window,
     gl402_unsynced_accumulation,
     gl403_off_by_one_gate,
+    gl501_checkpoint_missing_state,
 )
-from gradlint.rules.base import Finding, Rule
+from gradlint.rules.base import Finding, ModuleRule, Rule
 
 RULE_MODULES: tuple[ModuleType, ...] = (
     gl101_clip_per_micro_batch,
@@ -39,6 +41,7 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     gl202_fixed_divisor_partial_window,
     gl203_mean_of_means,
     gl204_double_accumulation_scaling,
+    gl205_loss_ignores_num_items,
     gl301_clip_after_step,
     gl302_scheduler_before_optimizer,
     gl303_clip_before_unscale,
@@ -49,6 +52,7 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     gl401_dropped_final_window,
     gl402_unsynced_accumulation,
     gl403_off_by_one_gate,
+    gl501_checkpoint_missing_state,
 )
 """Every rule module, in code order."""
 
@@ -63,4 +67,7 @@ def rule_of(module: ModuleType) -> Rule:
 RULES: dict[str, Rule] = {rule.info.code: rule for rule in map(rule_of, RULE_MODULES)}
 """The rule of every catalogued training-loop code, in code order."""
 
-__all__ = ["RULES", "RULE_MODULES", "Finding", "Rule", "rule_of"]
+MODULE_RULES: dict[str, ModuleRule] = {code: rule for code, rule in RULES.items() if isinstance(rule, ModuleRule)}
+"""The rules that read a whole module (a framework's loss hook) rather than its loops."""
+
+__all__ = ["MODULE_RULES", "RULES", "RULE_MODULES", "Finding", "ModuleRule", "Rule", "rule_of"]

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import ast
 from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from typing import ClassVar, Concatenate, ParamSpec
@@ -62,3 +63,17 @@ class Rule:
             return None
         change = build(loop, *args, **kwargs)
         return Fix(applicability, change.message, change.edits) if change is not None and change.edits else None
+
+
+class ModuleRule(Rule):
+    """A rule over a whole module rather than its training loops (a framework owns the loop:
+    the module only supplies a hook). It runs on a module whose text holds ``word``."""
+
+    word: ClassVar[str]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        return iter(())
+
+    def check_module(self, tree: ast.Module) -> Iterator[Finding]:
+        """Findings for one module's syntax tree."""
+        raise NotImplementedError

@@ -1,0 +1,88 @@
+"""GL205 loss-ignores-num-items: an HF Trainer loss hook that ignores ``num_items_in_batch``."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.diagnostics import Span
+from gradlint.model.trainer_classes import HOOK_WORD, ignored_counts
+from gradlint.rules.base import Finding, Invalid, ModuleRule
+
+
+class LossIgnoresNumItems(ModuleRule):
+    info = CATALOGUE["GL205"]
+    word = HOOK_WORD
+
+    def check_module(self, tree: ast.Module) -> Iterator[Finding]:
+        for hook in ignored_counts(tree):
+            span = Span(hook.line, hook.column, hook.end_line, hook.end_column)
+            if hook.owner is not None:
+                yield Finding(span, f"{hook.owner}.compute_loss neither reads nor forwards num_items_in_batch: "
+                              "when the model accepts loss kwargs the Trainer skips its own 1/N, so this "
+                              "per-micro-batch mean makes the gradient N times too large; divide the summed "
+                              "loss by num_items_in_batch, pass it on, or set self.model_accepts_loss_kwargs = False")
+            else:
+                yield Finding(span, f"compute_loss_func={hook.hook} ignores num_items_in_batch: the Trainer "
+                              "skips its own 1/N for it, so a per-micro-batch mean makes the gradient N times "
+                              "too large; sum the loss and divide by num_items_in_batch")
+
+    VALID = (
+        """\
+from transformers import Trainer
+
+
+class WeightedTrainer(Trainer):
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        outputs = model(**inputs)
+        loss = weighted_token_loss(outputs.logits, inputs["labels"], reduction="sum")
+        if num_items_in_batch is not None:
+            loss = loss / num_items_in_batch
+        return (loss, outputs) if return_outputs else loss
+""",
+        """\
+from transformers import Trainer
+
+
+class TaggedTrainer(Trainer):
+    def compute_loss(self, model, inputs, return_outputs=False, **kwargs):
+        inputs.pop("tags")
+        return super().compute_loss(model, inputs, return_outputs, **kwargs)
+""",
+        """\
+from transformers import Trainer
+
+
+class ContrastiveTrainer(Trainer):
+    def __init__(self, *args, **kwargs):
+        super().__init__(*args, **kwargs)
+        self.model_accepts_loss_kwargs = False
+
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        return contrastive_loss(model(**inputs))
+""",
+    )
+    INVALID = (
+        Invalid("""\
+from transformers import Trainer
+
+
+class FocalTrainer(Trainer):
+    def compute_loss(self, model, inputs, return_outputs=False, num_items_in_batch=None):
+        labels = inputs.pop("labels")
+        outputs = model(**inputs)
+        loss = focal_loss(outputs.logits, labels)
+        return (loss, outputs) if return_outputs else loss
+""", ((5, "GL205"),)),
+        Invalid("""\
+import transformers
+
+
+def token_loss(outputs, labels, num_items_in_batch=None):
+    return cross_entropy(outputs.logits.flatten(0, 1), labels.flatten())
+
+
+trainer = transformers.Trainer(model=model, args=args, compute_loss_func=token_loss)
+""", ((8, "GL205"),)),
+    )
