@@ -20,7 +20,15 @@ from gradlint.diagnostics import Diagnostic, Span
 from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import UnitLibrary
-from gradlint.prefilter import EVERYTHING, UnitFilter, Verdict, judge, suppressions_wanted, worth_reading
+from gradlint.prefilter import (
+    EVERYTHING,
+    UnitFilter,
+    Verdict,
+    judge,
+    might_hold_training_loop,
+    suppressions_wanted,
+    worth_reading,
+)
 from gradlint.rules import MODULE_RULES, RULES
 from gradlint.screen import screen
 from gradlint.settings import Settings
@@ -162,9 +170,11 @@ def _check(loop: TrainingLoop, path: str, settings: Settings) -> Iterable[Diagno
 
 def _check_module(source: str, path: str, settings: Settings) -> Iterable[Diagnostic]:
     """Findings of the module rules whose word the text holds (its syntax is judged already)."""
+    if not might_hold_training_loop(source):
+        return  # the full analysis too: the same answer as the fast path's text test
     tree: ast.Module | None = None
     for code, rule in MODULE_RULES.items():
-        if not settings.enabled(code) or rule.word not in source:
+        if not settings.enabled(code) or not any(word in source for word in rule.words):
             continue
         if tree is None:
             try:
@@ -172,7 +182,7 @@ def _check_module(source: str, path: str, settings: Settings) -> Iterable[Diagno
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return
         info = rule.info
-        for finding in rule.check_module(tree):
+        for finding in rule.check_module(tree, python_lines(source)):
             yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix)
 
 

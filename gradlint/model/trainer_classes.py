@@ -34,10 +34,7 @@ HOOK_WORD = "compute_loss"
 class IgnoredCount:
     """A loss hook that accepts ``num_items_in_batch`` and neither reads nor forwards it."""
 
-    line: int
-    column: int
-    end_line: int
-    end_column: int
+    node: ast.FunctionDef | ast.AsyncFunctionDef | ast.keyword  # the method, or the `compute_loss_func=` argument
     hook: str  # "compute_loss" of class ``owner``, or the function passed as ``compute_loss_func=``
     owner: str | None
 
@@ -51,14 +48,12 @@ def ignored_counts(tree: ast.Module) -> list[IgnoredCount]:
     found: list[IgnoredCount] = []
     for cls in classes.values():
         lineage = _trainer_lineage(cls, classes, aliases)
-        if lineage is None or any(_opts_out(c) for c in lineage):
+        if lineage is None or any(_opts_out(c) or _own_training_step(c) for c in lineage):
             continue
         for item in cls.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == HOOK_WORD \
-                    and _ignores_count(item, method=True):
-                end = item.col_offset + len("async def " if isinstance(item, ast.AsyncFunctionDef) else "def ")
-                found.append(IgnoredCount(item.lineno, item.col_offset + 1, item.lineno,
-                                          end + len(item.name) + 1, HOOK_WORD, cls.name))
+                    and _ignores_count(item, method=True) and _reads_labels(item):
+                found.append(IgnoredCount(item, HOOK_WORD, cls.name))
     functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -68,9 +63,7 @@ def ignored_counts(tree: ast.Module) -> list[IgnoredCount]:
                 continue
             func = functions.get(keyword.value.id)
             if func is not None and _ignores_count(func, method=False):
-                value = keyword.value
-                found.append(IgnoredCount(keyword.lineno, keyword.col_offset + 1, value.end_lineno or value.lineno,
-                                          (value.end_col_offset or value.col_offset) + 1, func.name, None))
+                found.append(IgnoredCount(keyword, func.name, None))
     return found
 
 
@@ -134,6 +127,20 @@ def _opts_out(cls: ast.ClassDef) -> bool:
             if isinstance(target, ast.Attribute) and target.attr == "model_accepts_loss_kwargs":
                 return True
     return False
+
+
+def _own_training_step(cls: ast.ClassDef) -> bool:
+    """The class overrides ``training_step``: it decides the division by N itself."""
+    return any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == "training_step"
+               for item in cls.body)
+
+
+def _reads_labels(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """The hook handles ``labels`` (a name or the ``"labels"`` key). The Trainer counts
+    ``num_items_in_batch`` from the batch's labels: without them it passes None and divides
+    by N itself, so a hook whose batches carry none (an embedder's) is not shown to be wrong."""
+    return any((isinstance(n, ast.Name) and n.id == "labels") or (isinstance(n, ast.Constant) and n.value == "labels")
+               or (isinstance(n, ast.arg) and n.arg == "labels") for n in ast.walk(func))
 
 
 def _ignores_count(func: ast.FunctionDef | ast.AsyncFunctionDef, *, method: bool) -> bool:

@@ -8,16 +8,17 @@ from collections.abc import Iterator
 from gradlint.catalogue import CATALOGUE
 from gradlint.diagnostics import Span
 from gradlint.model.trainer_classes import HOOK_WORD, ignored_counts
-from gradlint.rules.base import Finding, Invalid, ModuleRule
+from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 
 
 class LossIgnoresNumItems(ModuleRule):
     info = CATALOGUE["GL205"]
-    word = HOOK_WORD
+    words = (HOOK_WORD,)
 
-    def check_module(self, tree: ast.Module) -> Iterator[Finding]:
+    def check_module(self, tree: ast.Module, lines: list[str]) -> Iterator[Finding]:
         for hook in ignored_counts(tree):
-            span = Span(hook.line, hook.column, hook.end_line, hook.end_column)
+            node = hook.node
+            span = span_of(node, lines) if isinstance(node, ast.keyword) else _def_line(node, lines)
             if hook.owner is not None:
                 yield Finding(span, f"{hook.owner}.compute_loss neither reads nor forwards num_items_in_batch: "
                               "when the model accepts loss kwargs the Trainer skips its own 1/N, so this "
@@ -86,3 +87,11 @@ def token_loss(outputs, labels, num_items_in_batch=None):
 trainer = transformers.Trainer(model=model, args=args, compute_loss_func=token_loss)
 """, ((8, "GL205"),)),
     )
+
+
+def _def_line(node: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> Span:
+    """``def compute_loss`` on the definition's line (decorators are above it)."""
+    line = lines[node.lineno - 1] if node.lineno <= len(lines) else ""
+    start = len(line) - len(line.lstrip())
+    keyword = "async def " if isinstance(node, ast.AsyncFunctionDef) else "def "
+    return Span(node.lineno, start + 1, node.lineno, start + len(keyword) + len(node.name) + 1)
