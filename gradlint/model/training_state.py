@@ -76,8 +76,8 @@ def scaler_constructions(loop: TrainingLoop) -> list[ScalerConstruction]:
     """GradScalers the loop's unit builds inside the loop (or an epoch loop around it, a
     per-batch function that is the loop, or anywhere in a per-epoch function such as
     ``train_one_epoch``). Skipped: a construction inside a nested function, one
-    under an ``if`` that tests the scaler itself or an equality (``if scaler is None:``, ``if
-    step == 0:``: built once), and ``GradScaler(enabled=False)``."""
+    under an ``if`` that tests the scaler itself or compares a loop variable for equality
+    (``if scaler is None:``, ``if step == 0:``: built once), and ``GradScaler(enabled=False)``."""
     repeats = _loop_ancestors(loop)
     per_batch_function = not isinstance(loop.root, _REPEATS)
     per_epoch_function = "epoch" in loop.unit.unit.name.lower()
@@ -100,9 +100,9 @@ def scaler_constructions(loop: TrainingLoop) -> list[ScalerConstruction]:
         below = ancestors[[i for i, a in enumerate(ancestors) if a is repeat][0]:]
         statement = next((a for a in reversed(ancestors) if isinstance(a, cst.SimpleStatementLine)), None)
         target = _assigned(statement, node)
-        if any(isinstance(a, cst.If) and _built_once_test(a.test, target) for a in below):
-            continue
         loop_names = _bound_in(loop, repeat)
+        if any(isinstance(a, cst.If) and _built_once_test(a.test, target, loop_names) for a in below):
+            continue
         reads = bool(names_in(node) - {_callee(node)} & loop_names) or any(
             n.split(".", 1)[0] in loop_names for n in names_in(node) if n != _callee(node))
         alone = statement if statement is not None and len(statement.body) == 1 and target else None
@@ -127,15 +127,18 @@ def _assigned(statement: cst.SimpleStatementLine | None, call: cst.Call) -> str 
     return None
 
 
-def _built_once_test(test: cst.BaseExpression, target: str | None) -> bool:
+def _built_once_test(test: cst.BaseExpression, target: str | None, loop_names: set[str]) -> bool:
+    """A test that lets the construction run once: it reads the scaler itself (``if scaler is
+    None:``), or compares a name the loop binds for equality (``if step == 0:``)."""
     if target is not None and target in names_in(test):
         return True
     found = False
 
     class _Equality(cst.CSTVisitor):
-        def visit_ComparisonTarget(self, node: cst.ComparisonTarget) -> None:
+        def visit_Comparison(self, node: cst.Comparison) -> None:
             nonlocal found
-            found = found or isinstance(node.operator, (cst.Equal, cst.Is))
+            equality = any(isinstance(t.operator, (cst.Equal, cst.Is)) for t in node.comparisons)
+            found = found or (equality and bool({n.split(".", 1)[0] for n in names_in(node)} & loop_names))
 
     test.visit(_Equality())
     return found
