@@ -95,6 +95,9 @@ RULE_INFOS: tuple[RuleInfo, ...] = (
     RuleInfo("GL501", "checkpoint-missing-state", Severity.WARNING,
              "A checkpoint or resume keeps the optimizer's state but not the scheduler or GradScaler it steps.",
              fix=Applicability.UNSAFE),
+    RuleInfo("GL502", "batchnorm-under-accumulation", Severity.INFO,
+             "A model with BatchNorm layers is trained with gradient accumulation (statistics per micro-batch).",
+             default=False),
 )
 """The rules that check training loops, in code order."""
 

@@ -82,7 +82,7 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
     for loop in scan.loops:
         for diagnostic in _check(loop, path, settings):
             found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
-    for diagnostic in _check_module(source, path, settings):
+    for diagnostic in _check_module(source, path, settings, scan.loops):
         found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
     diagnostics = sorted(found.values(), key=Diagnostic.sort_key)
     if not verdict.suppressions or (not diagnostics and not suppressions_wanted(settings)):
@@ -168,7 +168,7 @@ def _check(loop: TrainingLoop, path: str, settings: Settings) -> Iterable[Diagno
             yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix)
 
 
-def _check_module(source: str, path: str, settings: Settings) -> Iterable[Diagnostic]:
+def _check_module(source: str, path: str, settings: Settings, loops: list[TrainingLoop]) -> Iterable[Diagnostic]:
     """Findings of the module rules whose word the text holds (its syntax is judged already)."""
     if not might_hold_training_loop(source):
         return  # the full analysis too: the same answer as the fast path's text test
@@ -182,7 +182,7 @@ def _check_module(source: str, path: str, settings: Settings) -> Iterable[Diagno
             except (SyntaxError, ValueError, RecursionError, MemoryError):
                 return
         info = rule.info
-        for finding in rule.check_module(tree, python_lines(source)):
+        for finding in rule.check_module(tree, python_lines(source), loops):
             yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix)
 
 

@@ -29,6 +29,7 @@ from gradlint.rules import (
     gl402_unsynced_accumulation,
     gl403_off_by_one_gate,
     gl501_checkpoint_missing_state,
+    gl502_batchnorm_under_accumulation,
 )
 from gradlint.rules.base import Finding, ModuleRule, Rule
 
@@ -55,6 +56,7 @@ RULE_MODULES: tuple[ModuleType, ...] = (
     gl402_unsynced_accumulation,
     gl403_off_by_one_gate,
     gl501_checkpoint_missing_state,
+    gl502_batchnorm_under_accumulation,
 )
 """Every rule module, in code order."""
 

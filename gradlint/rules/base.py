@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Concatenate, ParamSpec
 
@@ -74,8 +74,10 @@ class ModuleRule(Rule):
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         return iter(())
 
-    def check_module(self, tree: ast.Module, lines: list[str]) -> Iterator[Finding]:
-        """Findings for one module's syntax tree (``lines``: its text, numbered like the tree)."""
+    def check_module(self, tree: ast.Module, lines: list[str],
+                     loops: Sequence[TrainingLoop] = ()) -> Iterator[Finding]:
+        """Findings for one module's syntax tree (``lines``: its text, numbered like the tree;
+        ``loops``: the module's training loops)."""
         raise NotImplementedError
 
 

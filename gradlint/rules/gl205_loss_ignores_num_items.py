@@ -3,10 +3,11 @@
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 
 from gradlint.catalogue import CATALOGUE
 from gradlint.diagnostics import Span
+from gradlint.model.events import TrainingLoop
 from gradlint.model.trainer_classes import HOOK_WORD, ignored_counts
 from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 
@@ -15,7 +16,8 @@ class LossIgnoresNumItems(ModuleRule):
     info = CATALOGUE["GL205"]
     words = (HOOK_WORD,)
 
-    def check_module(self, tree: ast.Module, lines: list[str]) -> Iterator[Finding]:
+    def check_module(self, tree: ast.Module, lines: list[str],
+                     loops: Sequence[TrainingLoop] = ()) -> Iterator[Finding]:
         for hook in ignored_counts(tree):
             node = hook.node
             span = span_of(node, lines) if isinstance(node, ast.keyword) else _def_line(node, lines)
