@@ -404,23 +404,17 @@ def train(model, loader, optimizer, scheduler, scaler, out):
     }, out)
 '''),
     Case('GL206', 'gl206_named_count', '''\
-def masked_loss(token_loss, labels):
-    valid = labels != -100
-    n_valid = valid.sum()
-    return (token_loss * valid).sum() / n_valid  # per valid token
-
-
 def step(model, batch):
-    masked_loss(model(batch), batch.labels).backward()
+    valid = batch.labels != -100
+    n_valid = valid.sum()
+    loss = (model(batch) * valid).sum() / n_valid  # per valid token
+    loss.backward()
 ''', '''\
-def masked_loss(token_loss, labels):
-    valid = labels != -100
-    n_valid = valid.sum()
-    return (token_loss * valid).sum() / n_valid.clamp(min=1)  # per valid token
-
-
 def step(model, batch):
-    masked_loss(model(batch), batch.labels).backward()
+    valid = batch.labels != -100
+    n_valid = valid.sum()
+    loss = (model(batch) * valid).sum() / n_valid.clamp(min=1)  # per valid token
+    loss.backward()
 '''),
     Case('GL306', 'gl306_comment_kept', '''\
 def train(model, loader, optimizer, epochs):

@@ -4,8 +4,8 @@ A token loss is often normalised by how many targets count: ``(labels != ignore_
 ``mask.sum()``, ``attention_mask.sum()``, or the HF Trainer's ``num_items_in_batch``. A
 micro-batch (or window) with no valid target makes that count 0, the loss ``0 / 0 = NaN``, and
 every gradient NaN. This module finds such divisions in the module's ``ast``, in training code
-only (a function that runs backward, a ``compute_loss`` / ``training_step`` hook, or a function
-named for a loss; never evaluation code), when nothing guards the count against zero.
+only (a function that runs backward, or a ``compute_loss`` / ``training_step`` hook; never
+evaluation code), when nothing guards the count against zero.
 """
 
 from __future__ import annotations
@@ -40,10 +40,13 @@ def unguarded_divisions(tree: ast.Module) -> list[UnguardedDivision]:
 
 
 def _training(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """A loss hook (``compute_loss``, ``training_step``) or a function that runs backward.
+    A loss helper is not enough: a library loss with ``reduction="mean"`` has the same 0 / 0
+    as torch's own, and the caller chose it."""
     name = func.name.lower()
     if any(word in name for word in _EVAL_WORDS):
         return False
-    if func.name in _HOOKS or "loss" in name:
+    if func.name in _HOOKS:
         return True
     return any(isinstance(n, ast.Attribute) and n.attr in ("backward", "manual_backward") for n in ast.walk(func))
 
@@ -52,8 +55,8 @@ def _in_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Unguarded
     masks = _mask_names(func)
     counts = _count_names(func, masks)
     params = {a.arg for a in (*func.args.posonlyargs, *func.args.args, *func.args.kwonlyargs)}
-    if COUNT_NAME in params and COUNT_NAME not in _single_values(func):
-        counts[COUNT_NAME] = False  # the HF Trainer's count, as passed (a tensor or an int)
+    if COUNT_NAME in params and all(_mask_sum(v, masks) for v in _single_values(func).get(COUNT_NAME, [])):
+        counts[COUNT_NAME] = False  # the HF Trainer's count (or this micro-batch's when it passes None)
     guarded = _guarded_names(func)
     no_grad = {id(n) for w in ast.walk(func) if isinstance(w, (ast.With, ast.AsyncWith)) and _no_grad(w)
                for n in ast.walk(w)}
@@ -129,17 +132,24 @@ def _count_names(func: ast.AST, masks: set[str]) -> dict[str, bool]:
 
 
 def _guarded_names(func: ast.AST) -> set[str]:
-    """Names a zero guard reads: an ``if`` / ``assert`` / ``while`` test, a ``max(...)``,
-    ``clamp``, ``where`` or ``clip`` call, or a reassignment (``n = max(n, 1)``)."""
+    """Names a zero guard reads: an ``if`` / ``assert`` / ``while`` test (not a bare ``is
+    None`` test: a missing count is not a zero one), a ``max(...)``, ``clamp``, ``where`` or
+    ``clip`` call, or a reassignment (``n = max(n, 1)``)."""
     guarded: set[str] = set()
     for node in ast.walk(func):
-        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
+        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)) and not _none_test(node.test):
             guarded |= _names(node.test)
         elif isinstance(node, ast.Call):
             callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             if callee in ("max", "maximum", "clamp", "clamp_", "clamp_min", "clip", "where", "nan_to_num"):
                 guarded |= _names(node)
     return guarded
+
+
+def _none_test(test: ast.expr) -> bool:
+    """``x is None`` / ``x is not None``."""
+    return isinstance(test, ast.Compare) and len(test.ops) == 1 and isinstance(test.ops[0], (ast.Is, ast.IsNot)) \
+        and isinstance(test.comparators[0], ast.Constant) and test.comparators[0].value is None
 
 
 def _no_grad(node: ast.With | ast.AsyncWith) -> bool:
