@@ -12,6 +12,7 @@ class Severity(str, Enum):
 
     ERROR = "error"
     WARNING = "warning"
+    INFO = "info"  # advice, off unless selected: SARIF `note`, LSP `Information`
 
 
 class Applicability(str, Enum):

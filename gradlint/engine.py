@@ -8,6 +8,7 @@ server call :func:`lint_source` or :func:`analyse_bytes`.
 
 from __future__ import annotations
 
+import ast
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -21,10 +22,18 @@ from gradlint.diagnostics import Diagnostic, Span
 from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import UnitLibrary
-from gradlint.prefilter import EVERYTHING, UnitFilter, Verdict, judge, suppressions_wanted, worth_reading
+from gradlint.prefilter import (
+    EVERYTHING,
+    UnitFilter,
+    Verdict,
+    judge,
+    might_hold_training_loop,
+    suppressions_wanted,
+    worth_reading,
+)
 from gradlint.project.context import ProjectContext
 from gradlint.project.index import ProjectIndex
-from gradlint.rules import RULES
+from gradlint.rules import MODULE_RULES, RULES
 from gradlint.screen import Screen, screen
 from gradlint.settings import Settings
 from gradlint.source import SourceError, decode, parse_python, python_lines
@@ -102,6 +111,8 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
     for loop in scan.loops:
         for diagnostic in _check(loop, path, settings):
             found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
+    for diagnostic in _check_module(source, path, settings, scan.loops):
+        found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
     diagnostics = sorted(found.values(), key=Diagnostic.sort_key)
     if settings.ignore_noqa or not verdict.suppressions or (not diagnostics and not suppressions_wanted(settings)):
         return diagnostics  # no suppression comment, or nothing to suppress and no GL900: skip tokenizing
@@ -215,6 +226,24 @@ def _spans_elsewhere(loop: TrainingLoop) -> set[Span]:
     spans = {e.span for e in loop.events if e.unit.home is not None}
     spans |= {g.span for g in loop.gates if any(g.node in unit.positions for unit in foreign)}
     return spans - here
+
+
+def _check_module(source: str, path: str, settings: Settings, loops: list[TrainingLoop]) -> Iterable[Diagnostic]:
+    """Findings of the module rules whose word the text holds (its syntax is judged already)."""
+    if not might_hold_training_loop(source):
+        return  # the full analysis too: the same answer as the fast path's text test
+    tree: ast.Module | None = None
+    for code, rule in MODULE_RULES.items():
+        if not settings.enabled(code) or not any(word in source for word in rule.words):
+            continue
+        if tree is None:
+            try:
+                tree = parse_python(source)
+            except (SyntaxError, ValueError, RecursionError, MemoryError):
+                return
+        info = rule.info
+        for finding in rule.check_module(tree, python_lines(source), loops):
+            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix)
 
 
 def _syntax_diagnostic(path: str, message: str, line: int, column: int) -> Diagnostic:

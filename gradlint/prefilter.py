@@ -28,20 +28,22 @@ if TYPE_CHECKING:
     from gradlint.screen import ModuleFacts, Unit
 
 NATIVE_SCALER = "loss_scaler("  # timm / MAE / DeiT: `loss_scaler(loss, optimizer, update_grad=...)`
+LOSS_HOOK = "compute_loss"  # the HF Trainer's hook (`def compute_loss`, `compute_loss_func=`)
 _HINT = re.compile(r"noqa|gradlint", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"\w+")
 
 
 def might_hold_training_loop(text: str) -> bool:
     """A text with no ``backward``, no ``.step(`` and no ``loss_scaler(`` (timm's fused
-    backward-and-step) cannot hold a training loop."""
-    return "backward" in text or ".step(" in text or NATIVE_SCALER in text
+    backward-and-step) cannot hold a training loop, nor, without ``compute_loss``, a loss
+    hook of a framework's loop (the HF Trainer's)."""
+    return "backward" in text or ".step(" in text or NATIVE_SCALER in text or LOSS_HOOK in text
 
 
 def might_hold_training_loop_bytes(data: bytes) -> bool:
     """:func:`might_hold_training_loop` on raw file bytes, without decoding them: the same
     answer as on ``data.decode("latin-1")`` (which maps each byte to one character)."""
-    return b"backward" in data or b".step(" in data or NATIVE_SCALER.encode() in data
+    return b"backward" in data or b".step(" in data or NATIVE_SCALER.encode() in data or LOSS_HOOK.encode() in data
 
 
 def might_hold_suppression(text: str) -> bool:

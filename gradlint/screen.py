@@ -48,6 +48,7 @@ class ModuleFacts:
     """Loaders built as ``DataLoader(..., sampler=<a shuffling DistributedSampler>)``, with the
     sampler's name (None when it is built inline); every assignment of the name is such a call."""
     wrapped_models: set[str] = field(default_factory=set)  # models returned by `accelerator.prepare` / `fabric.setup`
+    disabled_scalers: set[str] = field(default_factory=set)  # `GradScaler(enabled=False)`: no state to lose
 
     def kind_of(self, dotted: str | None) -> Kind | None:
         """The kind of a receiver, from its bindings first, its name second; none for a name
@@ -337,6 +338,9 @@ def _bind(facts: ModuleFacts, target: ast.expr, value: ast.expr) -> None:
     kind = _value_kind(facts, value)
     if kind is not None:
         facts.bindings.setdefault(name, kind)
+    if kind is Kind.SCALER and isinstance(value, ast.Call) and any(
+            k.arg == "enabled" and isinstance(k.value, ast.Constant) and k.value.value is False for k in value.keywords):
+        facts.disabled_scalers.add(name)
 
 
 def _value_kind(facts: ModuleFacts, value: ast.expr) -> Kind | None:

@@ -357,12 +357,19 @@ def test_safe_fixes_only(fixture: Fixture) -> None:
 # call across functions is not a rewrite gradlint can prove correct; an unprepared scheduler
 # inside accelerator.accumulate() needs `accelerator.prepare`, not a move; a guard whose forward
 # is not the statement just before it, and nanoGPT's flag, have no unambiguous rewrite.
-NO_FIX_BY_DESIGN = ["fixtures/rules/gl101/helper_train_step.py:17 GL101",
-                    "fixtures/rules/gl104/accelerate_script_unprepared.py:20 GL104",
-                    "fixtures/rules/gl104/accelerate_trainer_unprepared.py:21 GL104",
-                    "fixtures/rules/gl104/accelerate_unprepared_scheduler.py:21 GL104",
-                    "fixtures/rules/gl404/nanogpt_flag_after_forward.py:17 GL404",
-                    "fixtures/rules/gl404/trainer_no_sync_backward_only.py:22 GL404"]
+NO_FIX_BY_DESIGN = [
+    "fixtures/rules/gl101/helper_train_step.py:17 GL101",
+    "fixtures/rules/gl104/accelerate_script_unprepared.py:20 GL104",
+    "fixtures/rules/gl104/accelerate_trainer_unprepared.py:21 GL104",
+    "fixtures/rules/gl104/accelerate_unprepared_scheduler.py:21 GL104",
+    "fixtures/rules/gl306/scaler_reads_epoch.py:8 GL306",  # the constructor reads the epoch
+    "fixtures/rules/gl306/train_one_epoch_scaler.py:8 GL306",  # no "before the loop" in a per-epoch function
+    "fixtures/rules/gl307/plain_loop_no_update.py:13 GL307",  # a missing update: where it goes is a guess
+    "fixtures/rules/gl307/step_without_update.py:16 GL307",
+    "fixtures/rules/gl404/nanogpt_flag_after_forward.py:17 GL404",
+    "fixtures/rules/gl404/trainer_no_sync_backward_only.py:22 GL404",
+    "fixtures/rules/gl501/resume_without_scheduler.py:18 GL501",  # the checkpoint's key is unknown
+]
 
 
 def _unfixed_fixable(text: str, name: str) -> list[str]:

@@ -475,6 +475,86 @@ class Trainer:
         self.sampler = DistributedSampler(dataset)
         self.loader = DataLoader(dataset, sampler=self.sampler)
 '''),
+    Case('GL501', 'gl501_trailing_comma', '''\
+def train(model, loader, optimizer, scheduler, scaler, out):
+    for x, y in loader:
+        scaler.scale(model(x, y)).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        scheduler.step()
+        optimizer.zero_grad()
+    torch.save({
+        'model': model.state_dict(),
+        'optimizer': optimizer.state_dict(),  # moments
+    }, out)
+''', '''\
+def train(model, loader, optimizer, scheduler, scaler, out):
+    for x, y in loader:
+        scaler.scale(model(x, y)).backward()
+        scaler.step(optimizer)
+        scaler.update()
+        scheduler.step()
+        optimizer.zero_grad()
+    torch.save({
+        'model': model.state_dict(),
+        'optimizer': optimizer.state_dict(), 'scaler': scaler.state_dict(), 'scheduler': scheduler.state_dict(),  # moments
+    }, out)
+'''),
+    Case('GL206', 'gl206_named_count', '''\
+def step(model, batch):
+    valid = batch.labels != -100
+    n_valid = valid.sum()
+    loss = (model(batch) * valid).sum() / n_valid  # per valid token
+    loss.backward()
+''', '''\
+def step(model, batch):
+    valid = batch.labels != -100
+    n_valid = valid.sum()
+    loss = (model(batch) * valid).sum() / n_valid.clamp(min=1)  # per valid token
+    loss.backward()
+'''),
+    Case('GL306', 'gl306_comment_kept', '''\
+def train(model, loader, optimizer, epochs):
+    for epoch in range(epochs):
+        # fp16 loss scaling
+        scaler = torch.cuda.amp.GradScaler(growth_interval=500)
+        for x, y in loader:
+            scaler.scale(model(x, y)).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+''', '''\
+def train(model, loader, optimizer, epochs):
+    # fp16 loss scaling
+    scaler = torch.cuda.amp.GradScaler(growth_interval=500)
+    for epoch in range(epochs):
+        for x, y in loader:
+            scaler.scale(model(x, y)).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+'''),
+    Case('GL307', 'gl307_nested', '''\
+def train(model, get_batch, optimizer, scaler, updates, accum):
+    for update in range(updates):
+        for _ in range(accum):
+            scaler.scale(model(*get_batch()) / accum).backward()
+            scaler.update()  # adapt the scale
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        optimizer.zero_grad()
+''', '''\
+def train(model, get_batch, optimizer, scaler, updates, accum):
+    for update in range(updates):
+        for _ in range(accum):
+            scaler.scale(model(*get_batch()) / accum).backward()
+        scaler.unscale_(optimizer)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        scaler.step(optimizer)
+        scaler.update()  # adapt the scale
+        optimizer.zero_grad()
+'''),
 ]
 
 
@@ -564,6 +644,16 @@ def train(model, loader, optimizer, accum):
             optimizer.zero_grad()
 '''),
     # GL101 under a scaler: unscaling in the micro-batch body would raise; GL101's fix unscales
+    "scaler_reads_the_epoch": ("GL306", '''\
+def train(model, loader, optimizer, epochs):
+    for epoch in range(epochs):
+        scaler = torch.amp.GradScaler("cuda", init_scale=2.0 ** (16 - epoch))
+        for x, y in loader:
+            scaler.scale(model(x, y)).backward()
+            scaler.step(optimizer)
+            scaler.update()
+            optimizer.zero_grad()
+'''),
     "clip_per_micro_batch_under_scaler": ("GL303", '''\
 def train(model, loader, optimizer, scaler, accum):
     for i, (x, y) in enumerate(loader):

@@ -14,18 +14,22 @@ def _escape_data(text: str) -> str:
     return text.replace("%", "%25").replace("\r", "%0D").replace("\n", "%0A")
 
 
+_GITHUB_COMMAND = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "notice"}
+_GITLAB_SEVERITY = {Severity.ERROR: "major", Severity.WARNING: "minor", Severity.INFO: "info"}
+
+
 def _escape_property(text: str) -> str:
     return _escape_data(text).replace(":", "%3A").replace(",", "%2C")
 
 
 def render_github(diagnostics: list[Diagnostic], out: TextIO) -> None:
-    """One ``::error`` / ``::warning`` annotation per finding.
+    """One ``::error`` / ``::warning`` / ``::notice`` (severity info) annotation per finding.
 
     Notebook findings name the file and the cell in the message (lines inside the notebook's
     JSON would point at the wrong place).
     """
     for d in diagnostics:
-        command = "error" if d.severity is Severity.ERROR else "warning"
+        command = _GITHUB_COMMAND[d.severity]
         props = [f"file={_escape_property(shown_path(d.path))}"]
         if d.cell is None:
             props += [f"line={d.line}", f"col={d.column}", f"endLine={d.span.end_line}",
@@ -53,7 +57,7 @@ def render_gitlab(diagnostics: list[Diagnostic], out: TextIO) -> None:
             "check_name": f"{d.code} {d.name}",
             "description": description,
             "categories": ["Bug Risk"],
-            "severity": "major" if d.severity is Severity.ERROR else "minor",
+            "severity": _GITLAB_SEVERITY[d.severity],
             "fingerprint": hashlib.sha256(f"{key}\0{rank}".encode("utf-8", "surrogateescape")).hexdigest(),
             "location": {"path": shown_path(d.path), "lines": {"begin": d.line, "end": d.span.end_line}},
         })

@@ -16,7 +16,7 @@ from gradlint.rule_docs import load_doc
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
 INFORMATION_URI = "https://pypi.org/project/gradlint/"
-_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning"}
+_LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
 def _rule(info: RuleInfo) -> dict[str, Any]:

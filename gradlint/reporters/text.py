@@ -15,7 +15,7 @@ from gradlint.fixer import applicable, apply_fixes
 from gradlint.reporters.model import Report, ReportOptions, location
 from gradlint.reporters.sources import SourceLines
 
-_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow"}
+_STYLE = {Severity.ERROR: "bold red", Severity.WARNING: "bold yellow", Severity.INFO: "bold cyan"}
 _CONTEXT = 2  # source lines shown above and below a finding
 _FIX_LABEL = {
     Applicability.SAFE: "fix (safe, applied by --fix)",

@@ -8,7 +8,7 @@ import importlib
 from types import ModuleType
 
 from gradlint.catalogue import RULE_INFOS, RuleInfo
-from gradlint.rules.base import Finding, Rule
+from gradlint.rules.base import Finding, ModuleRule, Rule
 
 
 def module_name(info: RuleInfo) -> str:
@@ -31,4 +31,7 @@ def rule_of(module: ModuleType) -> Rule:
 RULES: dict[str, Rule] = {rule.info.code: rule for rule in map(rule_of, RULE_MODULES)}
 """The rule of every catalogued training-loop code, in code order."""
 
-__all__ = ["RULES", "RULE_MODULES", "Finding", "Rule", "rule_of"]
+MODULE_RULES: dict[str, ModuleRule] = {code: rule for code, rule in RULES.items() if isinstance(rule, ModuleRule)}
+"""The rules that read a whole module (a framework's loss hook) rather than its loops."""
+
+__all__ = ["MODULE_RULES", "RULES", "RULE_MODULES", "Finding", "ModuleRule", "Rule", "module_name", "rule_of"]

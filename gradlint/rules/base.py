@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Callable, Iterator
+import ast
+from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
 from typing import ClassVar, Concatenate, ParamSpec
 
@@ -62,3 +63,32 @@ class Rule:
             return None
         change = build(loop, *args, **kwargs)
         return Fix(applicability, change.message, change.edits) if change is not None and change.edits else None
+
+
+class ModuleRule(Rule):
+    """A rule over a whole module rather than its training loops (a framework owns the loop,
+    or the defect is in a loss helper). It runs on a module whose text holds one of ``words``."""
+
+    words: ClassVar[tuple[str, ...]]
+
+    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        return iter(())
+
+    def check_module(self, tree: ast.Module, lines: list[str],
+                     loops: Sequence[TrainingLoop] = ()) -> Iterator[Finding]:
+        """Findings for one module's syntax tree (``lines``: its text, numbered like the tree;
+        ``loops``: the module's training loops)."""
+        raise NotImplementedError
+
+
+def span_of(node: ast.expr | ast.stmt | ast.keyword, lines: list[str]) -> Span:
+    """The file span of an ``ast`` node, in characters (``ast`` counts UTF-8 bytes)."""
+    end_line = node.end_lineno or node.lineno
+    end_col = node.end_col_offset if node.end_col_offset is not None else node.col_offset
+    return Span(node.lineno, _chars(lines, node.lineno, node.col_offset) + 1,
+                end_line, _chars(lines, end_line, end_col) + 1)
+
+
+def _chars(lines: list[str], line: int, offset: int) -> int:
+    text = lines[line - 1] if 0 < line <= len(lines) else ""
+    return len(text.encode("utf-8", "surrogatepass")[:offset].decode("utf-8", "replace"))

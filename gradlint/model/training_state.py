@@ -1,0 +1,232 @@
+"""Training state around a loop: where its GradScaler is built, and what its checkpoints save
+and restore.
+
+These readers look at the unit that holds a training loop (the function around it), since a
+scaler built once before the loop, or a checkpoint written after it, lives there and not in
+the loop's events. Rules read them; they never walk syntax themselves.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+
+import libcst as cst
+
+from gradlint.model.events import Event, Role, TrainingLoop
+from gradlint.model.syntax import dotted, first_arg, names_in
+from gradlint.names import Kind
+
+_SCALER_CLASSES = frozenset({"GradScaler", "ShardedGradScaler"})
+_SAVERS = frozenset({"torch.save", "accelerator.save"})
+_REPEATS = (cst.For, cst.While)
+_SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
+
+
+@dataclass(frozen=True)
+class ScalerConstruction:
+    """A ``GradScaler(...)`` call that runs again on every pass of ``repeat``."""
+
+    call: cst.Call
+    statement: cst.SimpleStatementLine | None  # its own line (``scaler = GradScaler()``), if alone on it
+    repeat: cst.CSTNode  # the outermost loop (or per-batch function) that repeats it
+    reads_loop_names: bool  # its arguments read a name the repeating loop binds
+
+
+@dataclass(frozen=True)
+class Save:
+    """A checkpoint write: the saver call and the dict literal it stores."""
+
+    call: cst.Call
+    state: cst.Dict
+
+
+def _ancestry(root: cst.CSTNode) -> list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
+    """Every node under ``root`` with its ancestors (outermost first)."""
+    found: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = []
+    stack: list[cst.CSTNode] = []
+
+    class _Walk(cst.CSTVisitor):
+        def on_visit(self, node: cst.CSTNode) -> bool:
+            found.append((node, tuple(stack)))
+            stack.append(node)
+            return True
+
+        def on_leave(self, original_node: cst.CSTNode) -> None:
+            stack.pop()
+
+    root.visit(_Walk())
+    return found
+
+
+def _callee(call: cst.Call) -> str:
+    return dotted(call.func) or ""
+
+
+def _loop_ancestors(loop: TrainingLoop) -> list[cst.CSTNode]:
+    """The ``for``/``while`` statements of the loop's unit around its own events (the loop
+    itself and the epoch loops outside it)."""
+    for event in loop.events:
+        if event.unit is loop.unit and event.inside(loop.root):
+            return [a for a in event.ancestors if isinstance(a, _REPEATS)]
+    return []
+
+
+def scaler_constructions(loop: TrainingLoop) -> list[ScalerConstruction]:
+    """GradScalers the loop's unit builds inside the loop (or an epoch loop around it, a
+    per-batch function that is the loop, or anywhere in a per-epoch function such as
+    ``train_one_epoch``). Skipped: a construction inside a nested function, one
+    under an ``if`` that tests the scaler itself or compares a loop variable for equality
+    (``if scaler is None:``, ``if step == 0:``: built once), and ``GradScaler(enabled=False)``."""
+    repeats = _loop_ancestors(loop)
+    per_batch_function = not isinstance(loop.root, _REPEATS)
+    per_epoch_function = "epoch" in loop.unit.unit.name.lower()
+    found: list[ScalerConstruction] = []
+    for node, ancestors in _ancestry(loop.unit.root):
+        if not isinstance(node, cst.Call) or _callee(node).rsplit(".", 1)[-1] not in _SCALER_CLASSES:
+            continue
+        inner = ancestors[1:] if ancestors and ancestors[0] is loop.unit.root else ancestors
+        if any(isinstance(a, _SCOPES) and a is not loop.root for a in inner) or _disabled(node):
+            continue
+        outer = [a for a in ancestors if any(a is r for r in repeats)]
+        if outer:
+            repeat: cst.CSTNode = outer[0]
+        elif per_batch_function and any(a is loop.root for a in ancestors):
+            repeat = loop.root
+        elif per_epoch_function and isinstance(loop.unit.root, cst.FunctionDef):
+            repeat = loop.unit.root  # a `train_one_epoch` function: called once per epoch
+        else:
+            continue
+        below = ancestors[[i for i, a in enumerate(ancestors) if a is repeat][0]:]
+        statement = next((a for a in reversed(ancestors) if isinstance(a, cst.SimpleStatementLine)), None)
+        target = _assigned(statement, node)
+        loop_names = _bound_in(loop, repeat)
+        if any(isinstance(a, cst.If) and _built_once_test(a.test, target, loop_names) for a in below):
+            continue
+        reads = bool(names_in(node) - {_callee(node)} & loop_names) or any(
+            n.split(".", 1)[0] in loop_names for n in names_in(node) if n != _callee(node))
+        alone = statement if statement is not None and len(statement.body) == 1 and target else None
+        found.append(ScalerConstruction(node, alone, repeat, reads))
+    return found
+
+
+def _disabled(call: cst.Call) -> bool:
+    return any(a.keyword is not None and a.keyword.value == "enabled" and isinstance(a.value, cst.Name)
+               and a.value.value == "False" for a in call.args)
+
+
+def _assigned(statement: cst.SimpleStatementLine | None, call: cst.Call) -> str | None:
+    """The name ``call`` is assigned to on its own line (``scaler = GradScaler()``)."""
+    if statement is None or len(statement.body) != 1:
+        return None
+    small = statement.body[0]
+    if isinstance(small, cst.Assign) and small.value is call and len(small.targets) == 1:
+        return dotted(small.targets[0].target)
+    if isinstance(small, cst.AnnAssign) and small.value is call:
+        return dotted(small.target)
+    return None
+
+
+def _built_once_test(test: cst.BaseExpression, target: str | None, loop_names: set[str]) -> bool:
+    """A test that lets the construction run once: it reads the scaler itself (``if scaler is
+    None:``), or compares a name the loop binds for equality (``if step == 0:``)."""
+    if target is not None and target in names_in(test):
+        return True
+    found = False
+
+    class _Equality(cst.CSTVisitor):
+        def visit_Comparison(self, node: cst.Comparison) -> None:
+            nonlocal found
+            equality = any(isinstance(t.operator, (cst.Equal, cst.Is)) for t in node.comparisons)
+            found = found or (equality and bool({n.split(".", 1)[0] for n in names_in(node)} & loop_names))
+
+    test.visit(_Equality())
+    return found
+
+
+def _bound_in(loop: TrainingLoop, repeat: cst.CSTNode) -> set[str]:
+    """Names a ``for`` target or an assignment inside ``repeat`` binds."""
+    span = loop.unit.span(repeat)
+    names = {name for name, places in loop.unit.assignments.items()
+             if any(span.line <= line <= span.end_line for line, _ in places)}
+    for node, _ in _ancestry(repeat):
+        if isinstance(node, cst.For):
+            names |= names_in(node.target)
+        elif isinstance(node, cst.FunctionDef) and node is repeat:
+            names |= {p.name.value for p in node.params.params}
+    return names
+
+
+def saves(loop: TrainingLoop) -> list[Save]:
+    """``torch.save(...)`` / ``accelerator.save(...)`` calls in the loop's unit whose object is
+    a dict literal (written in the call, or the one value of a name in the unit) with no
+    ``**`` entries."""
+    found: list[Save] = []
+    for node, _ in _ancestry(loop.unit.root):
+        if not isinstance(node, cst.Call):
+            continue
+        callee = _callee(node)
+        qualified = loop.unit.facts.qualified(callee) if callee else ""
+        if qualified not in _SAVERS and not (callee.endswith(".save") and loop.unit.facts.kind_of(
+                callee.rsplit(".", 1)[0]) is Kind.ACCELERATOR):
+            continue
+        state = first_arg(node)
+        if isinstance(state, cst.Name):
+            state = loop.unit.single_value(state.value)
+        if isinstance(state, cst.Dict) and not any(isinstance(e, cst.StarredDictElement) for e in state.elements):
+            found.append(Save(node, state))
+    return found
+
+
+def load_calls(loop: TrainingLoop) -> list[tuple[cst.Call, str]]:
+    """``X.load_state_dict(...)`` calls in the loop's unit, with ``X`` as written."""
+    found: list[tuple[cst.Call, str]] = []
+    for node, _ in _ancestry(loop.unit.root):
+        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
+                and node.func.attr.value == "load_state_dict":
+            receiver = dotted(node.func.value)
+            if receiver:
+                found.append((node, receiver))
+    return found
+
+
+def mentions(text: str, name: str) -> bool:
+    """Whether ``name`` (dotted) occurs in ``text`` as a whole name."""
+    return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text) is not None
+
+
+def stepped_state(loop: TrainingLoop) -> list[tuple[str, str]]:
+    """``(receiver, what)`` of the schedulers and GradScalers the loop steps itself, as written
+    (``what`` is ``"scheduler"`` or ``"scaler"``; a scaler built with ``enabled=False`` has no
+    state and is left out)."""
+    found: dict[str, str] = {}
+    for event in loop.events:
+        receiver = _receiver(event)
+        if receiver is None or event.unit is not loop.unit:
+            continue
+        if event.role is Role.SCHEDULER_STEP and event.kind is Kind.SCHEDULER:
+            found.setdefault(receiver, "scheduler")
+        elif event.kind is Kind.SCALER and event.role in (Role.STEP, Role.SCALER_UPDATE) \
+                and receiver not in loop.unit.facts.disabled_scalers:
+            found.setdefault(receiver, "scaler")
+    return list(found.items())
+
+
+def optimizers_stepped(loop: TrainingLoop) -> set[str]:
+    """The optimizers the loop steps, as written (``scaler.step(opt)`` steps ``opt``)."""
+    found: set[str] = set()
+    for event in loop.of(Role.STEP):
+        if event.unit is not loop.unit:
+            continue
+        if event.kind is Kind.SCALER and isinstance(event.node, cst.Call):
+            name = dotted(first_arg(event.node))
+        else:
+            name = _receiver(event)
+        if name:
+            found.add(name)
+    return found
+
+
+def _receiver(event: Event) -> str | None:
+    node = event.receiver_node
+    return dotted(node) if node is not None else None

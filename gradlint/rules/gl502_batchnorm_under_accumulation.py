@@ -1,0 +1,75 @@
+"""GL502 batchnorm-under-accumulation: BatchNorm layers in a model trained with accumulation."""
+
+from __future__ import annotations
+
+import ast
+from collections.abc import Iterator, Sequence
+
+from gradlint.catalogue import CATALOGUE
+from gradlint.model.batchnorm import batchnorm_classes, builds
+from gradlint.model.events import TrainingLoop
+from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
+from gradlint.rules.readers import engine_loop
+
+
+class BatchnormUnderAccumulation(ModuleRule):
+    info = CATALOGUE["GL502"]
+    words = ("BatchNorm",)
+
+    def check_module(self, tree: ast.Module, lines: list[str],
+                     loops: Sequence[TrainingLoop] = ()) -> Iterator[Finding]:
+        accumulating = [loop for loop in loops if loop.accumulating and not engine_loop(loop)]
+        if not accumulating:
+            return
+        for name, layers in batchnorm_classes(tree).items():
+            loop = next((lp for lp in accumulating if builds(lp.unit.module.code, name)), None)
+            if loop is None:
+                continue
+            where = f"{loop.unit.unit.name}, line {loop.span.line}"
+            for call in layers:
+                yield Finding(span_of(call, lines),
+                              f"{name} uses BatchNorm and is trained with gradient accumulation ({where}): "
+                              "its batch statistics see one micro-batch, not the window, so they are noisier "
+                              "than the effective batch size suggests; consider GroupNorm / LayerNorm or "
+                              "larger micro-batches")
+
+    VALID = (
+        """\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 16, 3), nn.GroupNorm(4, 16), nn.ReLU())
+
+
+def train(loader, optimizer, accum):
+    model = Net()
+    for i, (x, y) in enumerate(loader):
+        (model(x, y) / accum).backward()
+        if (i + 1) % accum == 0 or i + 1 == len(loader):
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+    )
+    INVALID = (
+        Invalid("""\
+import torch.nn as nn
+
+
+class Net(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16), nn.ReLU())
+
+
+def train(loader, optimizer, accum):
+    model = Net()
+    for i, (x, y) in enumerate(loader):
+        (model(x, y) / accum).backward()
+        if (i + 1) % accum == 0 or i + 1 == len(loader):
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((7, "GL502"),)),
+    )
