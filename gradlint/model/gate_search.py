@@ -74,7 +74,7 @@ def _qualifies(gate: Gate, events: list[Event], accelerate: bool, test: GateTest
     inside = [e for e in events if _in_branch(e, gate)]
     work = [e for e in inside if e.role in UPDATE_ROLES | {Role.COUNTER}]
     if any(e.role is Role.STEP and not e.closure for e in work):
-        return not _self_contained(inside)
+        return not _self_contained(inside) and not _cadence_update(gate, inside, events)
     zeros = [e for e in work if e.role is Role.ZERO_GRAD]
     if zeros:
         return not any(
@@ -89,6 +89,27 @@ def _self_contained(inside: list[Event]) -> bool:
     """A branch that zeroes gradients and then computes fresh ones before stepping."""
     zeros = [e for e in inside if e.role is Role.ZERO_GRAD]
     return any(z.order < b.order for z in zeros for b in inside if b.role is Role.BACKWARD)
+
+
+def _cadence_update(gate: Gate, inside: list[Event], events: list[Event]) -> bool:
+    """A branch that runs its own backward before its step, with no gradients from outside
+    it waiting for that step: a GAN's ``if it % d_iters == 0`` generator update, TD3's
+    delayed actor. Outside backwards wait for it when they run earlier in the pass and no
+    step outside the branch consumes them first, or sit in the gate's other branch
+    (``else: with model.no_sync(): loss.backward()``)."""
+    steps = [e.order for e in inside if e.role is Role.STEP and not e.closure]
+    first_step = min(steps)
+    if not any(e.role is Role.BACKWARD and e.order < first_step for e in inside):
+        return False
+    outside = [e for e in events if not _in_branch(e, gate)]
+    for backward in (e for e in outside if e.role is Role.BACKWARD):
+        if backward.inside(gate.node):
+            return False  # the gate's other branch
+        consumed = any(s.role is Role.STEP and not s.closure and backward.order < s.order < first_step
+                       for s in outside)
+        if backward.order < first_step and not consumed:
+            return False
+    return True
 
 
 def _in_branch(event: Event, gate: Gate) -> bool:
