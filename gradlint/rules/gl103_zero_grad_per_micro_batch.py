@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, TrainingLoop
@@ -17,7 +19,7 @@ class ZeroGradPerMicroBatch(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.ZERO_GRAD):
-            if loop.accelerate_skips(event):
+            if loop.accelerate_skips(event) or _drops_window(loop, event):
                 continue
             yield Finding(event.span, f"{call_text(loop, event)} runs between backward calls of one "
                           "accumulation window and wipes the gradients accumulated so far; zero once per "
@@ -29,6 +31,18 @@ class ZeroGradPerMicroBatch(Rule):
 def train(model, loader, optimizer, accum_steps):
     for step, (x, y) in enumerate(loader):
         (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y) / accum_steps
+        if not torch.isfinite(loss):
+            optimizer.zero_grad()
+            continue
+        loss.backward()
         if (step + 1) % accum_steps == 0:
             optimizer.step()
             optimizer.zero_grad()
@@ -51,6 +65,24 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.zero_grad()
 """),
     )
+
+
+def _drops_window(loop: TrainingLoop, zero: Event) -> bool:
+    """A zero_grad in a branch that then leaves the iteration with no backward after it
+    (``if not torch.isfinite(loss): optimizer.zero_grad(); continue``) drops the window on
+    purpose."""
+    chain = zero.ancestors
+    start = next((i for i, node in enumerate(chain) if node is loop.root), 0)
+    for i in range(start + 1, len(chain)):
+        block = chain[i]
+        if not (isinstance(block, cst.IndentedBlock) and isinstance(chain[i - 1], (cst.If, cst.Else))):
+            continue
+        last = block.body[-1] if block.body else None
+        leaves = isinstance(last, cst.SimpleStatementLine) and bool(last.body) and isinstance(
+            last.body[-1], (cst.Continue, cst.Break, cst.Return, cst.Raise))
+        if leaves and not any(b.order > zero.order and b.inside(block) for b in loop.of(Role.BACKWARD)):
+            return True
+    return False
 
 
 def _zero_once(loop: TrainingLoop, zero: Event) -> Change | None:
