@@ -74,7 +74,56 @@ def _place(
                         per_epoch=_per_epoch(unit, root, events), skips_sync=manages_sync,
                         callees=frozenset(name for name, chain in collector.callees if any(a is root for a in chain)))
     loop.factor = _factor(unit, loop)
+    if loop.factor is not None:
+        for event in events:
+            if _without_accumulation(unit, event, root, loop.factor):
+                event.place = Place.EVERY
     return loop
+
+
+def _without_accumulation(unit: UnitModel, event: Event, root: cst.CSTNode, factor: cst.BaseExpression) -> bool:
+    """Whether ``event`` runs only when the window is one micro-batch: under
+    ``if N == 1:`` (or ``N <= 1``, ``N < 2``, as one ``and`` operand), or in the ``else`` of
+    ``if N > 1:`` (``N >= 2``, ``N != 1``)."""
+    chain = event.ancestors
+    start = next((i for i, node in enumerate(chain) if node is root), len(chain))
+    for node in chain[start + 1:]:
+        if not isinstance(node, cst.If):
+            continue
+        if event.inside(node.body) and _says(unit, node.test, factor, single=True, conjunct=True):
+            return True
+        if node.orelse is not None and event.inside(node.orelse) and _says(unit, node.test, factor, single=False):
+            return True
+    return False
+
+
+def _says(unit: UnitModel, test: cst.BaseExpression, factor: cst.BaseExpression, single: bool,
+          conjunct: bool = False) -> bool:
+    """Whether ``test`` reads ``factor`` is 1 (``single``) or more than 1."""
+    if conjunct and isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return any(_says(unit, side, factor, single, conjunct) for side in (test.left, test.right))
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    left, right, op = test.left, target.comparator, target.operator
+    text = unit.text_of(factor)
+    if unit.text_of(right) == text:
+        left, right, op = right, left, _FLIPPED.get(type(op), type(op))()
+    elif unit.text_of(left) != text:
+        return False
+    if not isinstance(right, cst.Integer):
+        return False
+    value = right.evaluated_value
+    reading = {cst.Equal: (value == 1, None), cst.LessThanEqual: (value == 1, None), cst.LessThan: (value == 2, None),
+               cst.GreaterThan: (None, value == 1), cst.GreaterThanEqual: (None, value == 2),
+               cst.NotEqual: (None, value == 1)}.get(type(op))
+    if reading is None:
+        return False
+    return bool(reading[0] if single else reading[1])
+
+
+_FLIPPED: dict[type, type] = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan,
+                              cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual}
 
 
 def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:

@@ -69,13 +69,13 @@ def train(model, loader, optimizer, accum_steps):
 
 def _drops_window(loop: TrainingLoop, zero: Event) -> bool:
     """A zero_grad in a branch that then leaves the iteration with no backward after it
-    (``if not torch.isfinite(loss): optimizer.zero_grad(); continue``) drops the window on
-    purpose."""
+    (``if not torch.isfinite(loss): optimizer.zero_grad(); continue``, or an out-of-memory
+    ``except`` that zeroes and moves on) drops the window on purpose."""
     chain = zero.ancestors
     start = next((i for i, node in enumerate(chain) if node is loop.root), 0)
     for i in range(start + 1, len(chain)):
         block = chain[i]
-        if not (isinstance(block, cst.IndentedBlock) and isinstance(chain[i - 1], (cst.If, cst.Else))):
+        if not (isinstance(block, cst.IndentedBlock) and isinstance(chain[i - 1], (cst.If, cst.Else, cst.ExceptHandler))):
             continue
         last = block.body[-1] if block.body else None
         leaves = isinstance(last, cst.SimpleStatementLine) and bool(last.body) and isinstance(
