@@ -52,9 +52,12 @@ def _place(
     manages_sync = any(w.node is root or w.inside(root) for w in collector.withs
                        if any(w.node is b for b in sync_blocks))
     stepping = {id(e) for e in events if _keyword_gated(e, collector)}
+    beside = _beside_accumulate(collector, accumulate)
     for event in events:
         event.place = Place.BOUNDARY if id(event) in stepping and shape is not Shape.PLAIN else (
             _place_of(event, shape, gates, micro))
+        if event.place is Place.MICRO and not micro and any(_other_branch(event, node) for node in beside):
+            event.place = Place.EVERY
         event.no_sync = any(event.inside(w) for w in sync_blocks)
     for gate in gates:
         gate.zero_based = zero_based(unit, gate, root, events)
@@ -124,6 +127,29 @@ def _says(unit: UnitModel, test: cst.BaseExpression, factor: cst.BaseExpression,
 
 _FLIPPED: dict[type, type] = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan,
                               cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual}
+
+
+def _beside_accumulate(collector: Collector, blocks: list[cst.With]) -> list[tuple[cst.If, int]]:
+    """Each ``if`` with an ``accelerator.accumulate()`` block in one branch, and which branch
+    (0 the body, 1 the ``else``)."""
+    found: list[tuple[cst.If, int]] = []
+    for site in collector.withs:
+        if not any(site.node is b for b in blocks):
+            continue
+        for node in site.ancestors:
+            if isinstance(node, cst.If):
+                side = 0 if any(a is node.body for a in site.ancestors) else 1
+                found.append((node, side))
+    return found
+
+
+def _other_branch(event: Event, beside: tuple[cst.If, int]) -> bool:
+    """Whether ``event`` sits in the branch of the ``if`` without the ``accumulate()`` block:
+    a hand-written path whose cadence Accelerate does not decide (and the model cannot tell)."""
+    node, side = beside
+    if side == 0:
+        return node.orelse is not None and event.inside(node.orelse)
+    return event.inside(node.body)
 
 
 def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:
