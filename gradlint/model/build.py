@@ -56,7 +56,8 @@ def _place(
     for event in events:
         event.place = Place.BOUNDARY if id(event) in stepping and shape is not Shape.PLAIN else (
             _place_of(event, shape, gates, micro))
-        if event.place is Place.MICRO and not micro and any(_other_branch(event, node) for node in beside):
+        if event.place is Place.MICRO and not micro and (
+                any(_other_branch(event, node) for node in beside) or _asked_to_step(event, root, events)):
             event.place = Place.EVERY
         event.no_sync = any(event.inside(w) for w in sync_blocks)
     for gate in gates:
@@ -127,6 +128,25 @@ def _says(unit: UnitModel, test: cst.BaseExpression, factor: cst.BaseExpression,
 
 _FLIPPED: dict[type, type] = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan,
                               cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual}
+
+
+def _asked_to_step(event: Event, root: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether ``event`` sits under an ``if`` that holds a step and whose test is a call the
+    model cannot read (``if self._should_do_step():``, ``do_step = should_step(); if do_step:``):
+    how often that branch runs is decided elsewhere."""
+    chain = event.ancestors
+    start = next((i for i, node in enumerate(chain) if node is root), len(chain))
+    for node in chain[start + 1:]:
+        if not isinstance(node, cst.If) or not event.inside(node.body):
+            continue
+        test = node.test
+        name = dotted(test)
+        if name is not None:
+            test = event.unit.single_value(name) or test
+        if isinstance(test, cst.Call) and any(
+                e.role is Role.STEP and not e.closure and e.inside(node.body) for e in events):
+            return True
+    return False
 
 
 def _beside_accumulate(collector: Collector, blocks: list[cst.With]) -> list[tuple[cst.If, int]]:
