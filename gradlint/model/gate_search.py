@@ -49,11 +49,22 @@ def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], tes
         head.update_branch = node.orelse.body
         return head
     if _ends_with_continue(node.body):
-        block = next((a for a in reversed(ancestors) if isinstance(a, cst.IndentedBlock)), None)
+        block = _loop_body(ancestors)
         head.update_branch = block
         head.guard = True
+        head.guard_chain = (*ancestors, node)
         return head
     return None
+
+
+def _loop_body(ancestors: tuple[cst.CSTNode, ...]) -> cst.CSTNode | None:
+    """The body of the innermost loop around an ``if``: what its ``continue`` skips the rest
+    of (also when the ``if`` sits in a branch: ``else: ...; if (i + 1) % N: continue``)."""
+    for index in range(len(ancestors) - 1, -1, -1):
+        if isinstance(ancestors[index], (cst.For, cst.While)):
+            body = ancestors[index].body
+            return body if isinstance(body, cst.IndentedBlock) else None
+    return next((a for a in reversed(ancestors) if isinstance(a, cst.IndentedBlock)), None)
 
 
 def _ends_with_continue(block: cst.BaseSuite) -> bool:
@@ -121,8 +132,35 @@ def _in_branch(event: Event, gate: Gate) -> bool:
 
 
 def after_guard(event: Event, gate: Gate) -> bool:
-    """Events after ``if <not update>: continue`` in the same block run once per update."""
-    return event.span.line > gate.span.end_line and gate.update_branch is not None and event.inside(gate.update_branch)
+    """Events after ``if <not update>: continue`` in the same loop body run once per update:
+    at the innermost block holding both, the event's statement comes after the guard's
+    (statement order, so events of called helpers count too; an event in a branch the guard
+    is not in runs before it or instead of it)."""
+    chain = gate.guard_chain
+    start = next((i for i, node in enumerate(chain) if node is gate.update_branch), None)
+    if start is None or not event.inside(chain[start]):
+        return False
+    for k in range(start, len(chain) - 1):
+        block = chain[k]
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        if not event.inside(block):
+            return False
+        mine = _child_of(block, event.ancestors, event.statement)
+        if mine is chain[k + 1]:
+            continue
+        body = list(block.body)
+        position = next((i for i, stmt in enumerate(body) if stmt is mine), None)
+        guard = next((i for i, stmt in enumerate(body) if stmt is chain[k + 1]), None)
+        return position is not None and guard is not None and position > guard
+    return False
+
+
+def _child_of(block: cst.CSTNode | None, chain: tuple[cst.CSTNode, ...], last: cst.CSTNode) -> cst.CSTNode:
+    """The statement of ``block`` that holds the end of ``chain`` (``last`` when the chain
+    ends at ``block``)."""
+    index = next((i for i, node in enumerate(chain) if node is block), len(chain))
+    return chain[index + 1] if index + 1 < len(chain) else last
 
 
 def zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Event]) -> bool:
