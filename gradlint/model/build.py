@@ -39,10 +39,10 @@ def _place(
 ) -> TrainingLoop:
     """Decide the shape of one scope and where each of its events runs."""
     accumulate = [w.node for w in collector.withs if _is_accumulate(w.unit, w.node) and _contains(events, w.node)]
-    gates = find_gates(collector, root, events, bool(accumulate))
+    gates = find_gates(collector, root, events, bool(accumulate), micro)
     if accumulate:
         shape = Shape.ACCELERATE
-    elif gates:
+    elif gates and not all(any(_holds(m, g.node, events) for m in micro) for g in gates):
         shape = Shape.GATED
     elif micro:
         shape = Shape.NESTED
@@ -268,6 +268,11 @@ def _place_of(event: Event, shape: Shape, gates: list[Gate], micro: list[cst.CST
     if shape is Shape.NESTED:
         return Place.BOUNDARY
     return Place.MICRO
+
+
+def _holds(loop: cst.CSTNode, node: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether the ``if`` ``node`` (holding some event) sits inside ``loop``."""
+    return any(e.inside(node) and e.inside(loop) for e in events)
 
 
 def _contains(events: list[Event], node: cst.CSTNode) -> bool:

@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gradlint.model.collect import Collector
+from gradlint.model.collect import Collector, Site
 from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role, TrainingLoop
-from gradlint.model.gate_tests import GateTest, Lookup, read_gate
+from gradlint.model.gate_tests import GateTest, Lookup, read_gate, read_last_micro_batch
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 
 _ZERO_BASED_PARAMS = frozenset({"batch_idx", "batch_nb", "batch_index", "batch_num", "idx"})
 
 
-def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], accelerate: bool) -> list[Gate]:
-    """The ``if`` statements inside ``root`` that separate the boundary from the body."""
+def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], accelerate: bool,
+               micro: list[cst.CSTNode] | None = None) -> list[Gate]:
+    """The ``if`` statements inside ``root`` that separate the boundary from the body (also
+    one on the last micro-batch of a micro-batch loop: ``if micro_step == N - 1:``)."""
     gates: list[Gate] = []
     for site in collector.ifs:
         node, ancestors, owner = site.node, site.ancestors, site.unit
@@ -23,11 +25,23 @@ def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], acc
             continue
         test = read_gate(node.test, _lookup(owner, collector.home), collector.counters, owner.text_of)
         if test is None:
+            test = _last_micro_batch(owner, site, micro or [])
+        if test is None:
             continue
         gate = _gate(owner, node, ancestors, test)
         if gate is not None and _qualifies(gate, events, accelerate, test):
             gates.append(gate)
     return gates
+
+
+def _last_micro_batch(unit: UnitModel, site: Site[cst.If], micro: list[cst.CSTNode]) -> GateTest | None:
+    """The gate reading of an ``if`` on the last micro-batch of the micro-batch loop around it."""
+    for loop in micro:
+        if isinstance(loop, cst.For) and site.inside(loop):
+            index = loop_index(unit, loop)
+            if index is not None:
+                return read_last_micro_batch(site.node.test, index)
+    return None
 
 
 def _lookup(owner: UnitModel, loop_unit: UnitModel) -> Lookup:
