@@ -61,6 +61,7 @@ def _place(
             event.place = Place.EVERY
         event.no_sync = any(event.inside(w) for w in sync_blocks)
     for gate in gates:
+        gate.final_branch = gate.final_branch or _flushed_after(collector, root, gate)
         gate.zero_based = zero_based(unit, gate, root, events)
         gate.epoch_length = epoch_length(unit, gate, root)
         gate.restarts_each_epoch = gate.count_bound is not None or (
@@ -170,6 +171,34 @@ def _other_branch(event: Event, beside: tuple[cst.If, int]) -> bool:
     if side == 0:
         return node.orelse is not None and event.inside(node.orelse)
     return event.inside(node.body)
+
+
+def _flushed_after(collector: Collector, root: cst.CSTNode, gate: Gate) -> bool:
+    """Whether the partial window left at the end of the loop is stepped right after it: a
+    step after the loop in the same block, unconditional or under a test of the gate's
+    counter or N (``if n_acc > 0:``, ``if (step + 1) % N != 0:``)."""
+    site = next((s for s in collector.loops if s.node is root), None)
+    block = site.ancestors[-1] if site is not None and site.ancestors else None
+    if not isinstance(block, cst.IndentedBlock):
+        return False
+    body = list(block.body)
+    position = next((i for i, stmt in enumerate(body) if stmt is root), None)
+    if position is None:
+        return False
+    names = {gate.counter} | (names_in(gate.modulus) if gate.modulus is not None else set()) | (
+        names_in(gate.count_bound) if gate.count_bound is not None else set())
+    names.discard(None)
+    for event in collector.events:
+        if event.role is not Role.STEP or event.closure or not event.inside(block) or event.inside(root):
+            continue
+        chain = event.ancestors
+        index = next(i for i, node in enumerate(chain) if node is block)
+        top = chain[index + 1] if index + 1 < len(chain) else event.statement
+        later = next((i for i, stmt in enumerate(body) if stmt is top), -1) > position
+        if later and (isinstance(top, cst.SimpleStatementLine)
+                      or (isinstance(top, cst.If) and event.inside(top.body) and names & names_in(top.test))):
+            return True
+    return False
 
 
 def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:
