@@ -52,7 +52,7 @@ def _place(
     manages_sync = any(w.node is root or w.inside(root) for w in collector.withs
                        if any(w.node is b for b in sync_blocks))
     stepping = {id(e) for e in events if _keyword_gated(e, collector)}
-    beside = _beside_accumulate(collector, accumulate)
+    beside = _beside_accumulate(collector, accumulate) + _beside_gates(collector, root, gates)
     for event in events:
         event.place = Place.BOUNDARY if id(event) in stepping and shape is not Shape.PLAIN else (
             _place_of(event, shape, gates, micro))
@@ -164,6 +164,22 @@ def _beside_accumulate(collector: Collector, blocks: list[cst.With]) -> list[tup
     return found
 
 
+def _beside_gates(collector: Collector, root: cst.CSTNode, gates: list[Gate]) -> list[tuple[cst.If, int]]:
+    """Each ``if`` inside ``root`` with a gate in one branch, and which branch: the other
+    branch is a path that never reaches the gate (``if separately: ...gated... else:
+    batch_update()``)."""
+    found: list[tuple[cst.If, int]] = []
+    for site in collector.ifs:
+        if not any(site.node is g.node for g in gates):
+            continue
+        chain = site.ancestors
+        start = next((i for i, node in enumerate(chain) if node is root), len(chain))
+        for node in chain[start + 1:]:
+            if isinstance(node, cst.If):
+                found.append((node, 0 if any(a is node.body for a in chain) else 1))
+    return found
+
+
 def _other_branch(event: Event, beside: tuple[cst.If, int]) -> bool:
     """Whether ``event`` sits in the branch of the ``if`` without the ``accumulate()`` block:
     a hand-written path whose cadence Accelerate does not decide (and the model cannot tell)."""
@@ -219,53 +235,12 @@ def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:
 def _per_epoch(unit: UnitModel, root: cst.CSTNode, events: list[Event]) -> bool:
     """Whether the loop is one epoch of several: nested in another loop, or the body of a
     ``train_one_epoch``-style function."""
-    if "epoch" in unit.unit.name.lower() or _walks_parameter(unit, root):
+    if "epoch" in unit.unit.name.lower():
         return True
     for event in events:
         chain = event.ancestors[: next(i for i, a in enumerate(event.ancestors) if a is root)]
         return any(isinstance(a, (cst.For, cst.While)) for a in chain)
     return False
-
-
-def _walks_parameter(unit: UnitModel, root: cst.CSTNode) -> bool:
-    """A ``for`` over a loader the function receives (``def _train(self, loader): for i,
-    batch in enumerate(progress_bar(loader), 1):``): each call is one pass of a caller's loop."""
-    function = unit.root
-    if not (isinstance(root, cst.For) and isinstance(function, cst.FunctionDef)):
-        return False
-    params = {p.name.value for p in (*function.params.params, *function.params.kwonly_params)} - {"self", "cls"}
-    source: cst.BaseExpression = root.iter
-    for _ in range(4):
-        name = dotted(source)
-        if name is not None:
-            if name in params:
-                return True
-            value = unit.single_value(name) or _unpacked_value(unit, name)
-            if value is None:
-                return False
-            source = value
-        elif isinstance(source, cst.Call) and source.args and source.args[0].keyword is None:
-            source = source.args[0].value
-        else:
-            return False
-    return False
-
-
-def _unpacked_value(unit: UnitModel, name: str) -> cst.BaseExpression | None:
-    """The value ``name`` takes in its only tuple assignment (``bar, metric = progress_bar(loader), Metric()``)."""
-    found: list[cst.BaseExpression] = []
-
-    class _Pairs(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            value = node.value
-            for target in node.targets:
-                names = target.target
-                if isinstance(names, cst.Tuple) and isinstance(value, cst.Tuple) \
-                        and len(names.elements) == len(value.elements):
-                    found.extend(v.value for t, v in zip(names.elements, value.elements) if dotted(t.value) == name)
-
-    unit.root.visit(_Pairs())
-    return found[0] if len(found) == 1 else None
 
 
 def _tail_guarded(unit: UnitModel, collector: Collector, root: cst.CSTNode, gate_nodes: list[cst.If]) -> bool:

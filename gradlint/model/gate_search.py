@@ -29,7 +29,7 @@ def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], acc
         if test is None:
             continue
         gate = _gate(owner, node, ancestors, test)
-        if gate is not None and _qualifies(gate, events, accelerate, test):
+        if gate is not None and _qualifies(gate, events, accelerate, test) and not _reset_every_pass(root, gate, events):
             gates.append(gate)
     return gates
 
@@ -114,6 +114,24 @@ def _self_contained(inside: list[Event]) -> bool:
     """A branch that zeroes gradients and then computes fresh ones before stepping."""
     zeros = [e for e in inside if e.role is Role.ZERO_GRAD]
     return any(z.order < b.order for z in zeros for b in inside if b.role is Role.BACKWARD)
+
+
+def _reset_every_pass(root: cst.CSTNode, gate: Gate, events: list[Event]) -> bool:
+    """A gate that only zeroes, on a counter the scope sets back to 0 unconditionally on every
+    pass (``self.n_backward = 0`` at the end of ``batch_update``): it fires on every pass, so
+    it marks no window."""
+    if gate.counter is None or any(e.role is Role.STEP and _in_branch(e, gate) for e in events):
+        return False
+    body = getattr(root, "body", None)
+    for statement in body.body if isinstance(body, cst.IndentedBlock) else ():
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Integer) \
+                    and small.value.evaluated_value == 0 \
+                    and any(dotted(t.target) == gate.counter for t in small.targets):
+                return True
+    return False
 
 
 def _cadence_update(gate: Gate, inside: list[Event], events: list[Event]) -> bool:
