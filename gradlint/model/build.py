@@ -177,7 +177,8 @@ def _beside_gates(collector: Collector, root: cst.CSTNode, gates: list[Gate]) ->
         for node in chain[start + 1:]:
             if isinstance(node, cst.If):
                 found.append((node, 0 if any(a is node.body for a in chain) else 1))
-    return found
+    both = [node for node, side in found if (node, 1 - side) in found]
+    return [(node, side) for node, side in found if not any(node is b for b in both)]
 
 
 def _other_branch(event: Event, beside: tuple[cst.If, int]) -> bool:
