@@ -133,24 +133,27 @@ def test_precision_recall_and_lists(tmp_path: Path) -> None:
     assert lines[:5] == [
         "- packages 1, projects 1, loops 4 (correct 2, defective 1, unsure 1)",
         "- styles: amp 1, counted-gate 2, ddp 1, script 4",
-        "- findings 4: 2 true, 2 false (1 unreviewed); 2 in unsure loops, not counted",
-        "- precision 50.0% (2/4)",
-        "- recall 100.0% (2/2)",
+        "- findings 3: 1 true, 2 false (1 unreviewed); 2 in unsure loops, not counted",
+        "- precision 33.3% (1/3)",
+        "- recall 50.0% (1/2)",
     ]
     assert lines[8:12] == [
         "| GL101 | 1 | 1 | 0 | 100.0% (1/1) | 1 | 1 | 100.0% (1/1) |",
         "| GL103 | 1 | 0 | 1 | 0.0% (0/1) | 0 | 0 | n/a (0/0) |",
         "| GL201 | 1 | 0 | 1 | 0.0% (0/1) | 0 | 0 | n/a (0/0) |",
-        "| GL401 | 1 | 1 | 0 | 100.0% (1/1) | 1 | 1 | 100.0% (1/1) |",
+        "| GL401 | 0 | 0 | 0 | n/a (0/0) | 1 | 0 | 0.0% (0/1) |",
     ]
     fp_at = lines.index("false positives (2):")
     assert lines[fp_at + 1].startswith("  toyproj/toyproj/train_bad.py:21 GL201 ")
     assert lines[fp_at + 1].endswith(" / in loop ft, labelled correct")
     assert lines[fp_at + 2].startswith("  toyproj/toyproj/train_bad.py:44 GL103 ")
     assert lines[fp_at + 2].endswith(" / unreviewed: outside every labelled loop")
-    assert lines[fp_at + 3] == "misses (0):"
-    assert lines[fp_at + 4] == "findings in unsure loops, not counted (2):"
-    assert [line.split()[:2] for line in lines[fp_at + 5:]] == [
+    assert lines[fp_at + 3:fp_at + 5] == [
+        "misses (1):",
+        "  toyproj/toyproj/train_bad.py:12 GL401 (loop bad) / no last-batch branch",
+    ]
+    assert lines[fp_at + 5] == "findings in unsure loops, not counted (2):"
+    assert [line.split()[:2] for line in lines[fp_at + 6:]] == [
         ["toyproj/toyproj/train_bad.py:31", "GL202"], ["toyproj/toyproj/train_bad.py:32", "GL102"]]
 
 
@@ -174,7 +177,7 @@ def test_update_results_rewrites_its_section(tmp_path: Path) -> None:
     text = results.read_text()
     assert text.startswith("# bench\n\nkept\n\n<!-- labelled-benchmark:begin -->\n")
     assert text.count("## Labelled real-code benchmark") == 1
-    assert "- precision 50.0% (2/4)\n" in text
+    assert "- precision 33.3% (1/3)\n" in text
     assert text.endswith("<!-- labelled-benchmark:end -->\n")
 
 
