@@ -236,53 +236,12 @@ def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:
 def _per_epoch(unit: UnitModel, root: cst.CSTNode, events: list[Event]) -> bool:
     """Whether the loop is one epoch of several: nested in another loop, or the body of a
     ``train_one_epoch``-style function."""
-    if "epoch" in unit.unit.name.lower() or _walks_parameter(unit, root):
+    if "epoch" in unit.unit.name.lower():
         return True
     for event in events:
         chain = event.ancestors[: next(i for i, a in enumerate(event.ancestors) if a is root)]
         return any(isinstance(a, (cst.For, cst.While)) for a in chain)
     return False
-
-
-def _walks_parameter(unit: UnitModel, root: cst.CSTNode) -> bool:
-    """A ``for`` over a loader the function receives (``def _train(self, loader): for i,
-    batch in enumerate(progress_bar(loader), 1):``): each call is one pass of a caller's loop."""
-    function = unit.root
-    if not (isinstance(root, cst.For) and isinstance(function, cst.FunctionDef)):
-        return False
-    params = {p.name.value for p in (*function.params.params, *function.params.kwonly_params)} - {"self", "cls"}
-    source: cst.BaseExpression = root.iter
-    for _ in range(4):
-        name = dotted(source)
-        if name is not None:
-            if name in params:
-                return True
-            value = unit.single_value(name) or _unpacked_value(unit, name)
-            if value is None:
-                return False
-            source = value
-        elif isinstance(source, cst.Call) and source.args and source.args[0].keyword is None:
-            source = source.args[0].value
-        else:
-            return False
-    return False
-
-
-def _unpacked_value(unit: UnitModel, name: str) -> cst.BaseExpression | None:
-    """The value ``name`` takes in its only tuple assignment (``bar, metric = progress_bar(loader), Metric()``)."""
-    found: list[cst.BaseExpression] = []
-
-    class _Pairs(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            value = node.value
-            for target in node.targets:
-                names = target.target
-                if isinstance(names, cst.Tuple) and isinstance(value, cst.Tuple) \
-                        and len(names.elements) == len(value.elements):
-                    found.extend(v.value for t, v in zip(names.elements, value.elements, strict=True) if dotted(t.value) == name)
-
-    unit.root.visit(_Pairs())
-    return found[0] if len(found) == 1 else None
 
 
 def _tail_guarded(unit: UnitModel, collector: Collector, root: cst.CSTNode, gate_nodes: list[cst.If]) -> bool:

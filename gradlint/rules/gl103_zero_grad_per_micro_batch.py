@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterator
+
+import re
 
 import libcst as cst
 
@@ -13,6 +14,7 @@ from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 from gradlint.rules.readers import backward_before, call_text, per_micro_batch, quoted, sole_step, step_text, steps_of
+
 
 _GRAD_READ = re.compile(r"\.grad\b(?!\s*=[^=])")
 
