@@ -74,10 +74,9 @@ def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], tes
 def _loop_body(ancestors: tuple[cst.CSTNode, ...]) -> cst.CSTNode | None:
     """The body of the innermost loop around an ``if``: what its ``continue`` skips the rest
     of (also when the ``if`` sits in a branch: ``else: ...; if (i + 1) % N: continue``)."""
-    for index in range(len(ancestors) - 1, -1, -1):
-        if isinstance(ancestors[index], (cst.For, cst.While)):
-            body = ancestors[index].body
-            return body if isinstance(body, cst.IndentedBlock) else None
+    for node in reversed(ancestors):
+        if isinstance(node, (cst.For, cst.While)):
+            return node.body if isinstance(node.body, cst.IndentedBlock) else None
     return next((a for a in reversed(ancestors) if isinstance(a, cst.IndentedBlock)), None)
 
 

@@ -2,9 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
 import re
+from collections.abc import Iterator
 
 import libcst as cst
 
@@ -14,7 +13,6 @@ from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 from gradlint.rules.readers import backward_before, call_text, per_micro_batch, quoted, sole_step, step_text, steps_of
-
 
 _GRAD_READ = re.compile(r"\.grad\b(?!\s*=[^=])")
 
