@@ -40,10 +40,10 @@ def _place(
 ) -> TrainingLoop:
     """Decide the shape of one scope and where each of its events runs."""
     accumulate = [w.node for w in collector.withs if _is_accumulate(w.unit, w.node) and _contains(events, w.node)]
-    gates = find_gates(collector, root, events, bool(accumulate))
+    gates = find_gates(collector, root, events, bool(accumulate), micro)
     if accumulate:
         shape = Shape.ACCELERATE
-    elif gates:
+    elif gates and not all(any(_holds(m, g.node, events) for m in micro) for g in gates):
         shape = Shape.GATED
     elif micro:
         shape = Shape.NESTED
@@ -53,11 +53,16 @@ def _place(
     manages_sync = any(w.node is root or w.inside(root) for w in collector.withs
                        if any(w.node is b for b in sync_blocks))
     stepping = {id(e) for e in events if _keyword_gated(e, collector)}
+    beside = _beside_accumulate(collector, accumulate) + _beside_gates(collector, root, gates)
     for event in events:
         event.place = Place.BOUNDARY if id(event) in stepping and shape is not Shape.PLAIN else (
             _place_of(event, shape, gates, micro))
+        if event.place is Place.MICRO and not micro and (
+                any(_other_branch(event, node) for node in beside) or _asked_to_step(event, root, events)):
+            event.place = Place.EVERY
         event.no_sync = any(event.inside(w) for w in sync_blocks)
     for gate in gates:
+        gate.final_branch = gate.final_branch or _flushed_after(collector, root, gate)
         gate.zero_based = zero_based(unit, gate, root, events)
         gate.epoch_length = epoch_length(unit, gate, root)
         gate.restarts_each_epoch = gate.count_bound is not None or (
@@ -71,9 +76,145 @@ def _place(
                         per_epoch=_per_epoch(unit, root, events), skips_sync=manages_sync,
                         callees=frozenset(name for name, chain in collector.callees if any(a is root for a in chain)))
     loop.factor = _factor(unit, loop)
+    if loop.factor is not None:
+        for event in events:
+            if _without_accumulation(unit, event, root, loop.factor):
+                event.place = Place.EVERY
     homes = {id(e.unit): e.unit for e in events} | {id(unit): unit}
     loop.cadence_names = cadence_names(collector.ifs, gate_nodes, loop.factor, homes.values())
     return loop
+
+
+def _without_accumulation(unit: UnitModel, event: Event, root: cst.CSTNode, factor: cst.BaseExpression) -> bool:
+    """Whether ``event`` runs only when the window is one micro-batch: under
+    ``if N == 1:`` (or ``N <= 1``, ``N < 2``, as one ``and`` operand), or in the ``else`` of
+    ``if N > 1:`` (``N >= 2``, ``N != 1``)."""
+    chain = event.ancestors
+    start = next((i for i, node in enumerate(chain) if node is root), len(chain))
+    for node in chain[start + 1:]:
+        if not isinstance(node, cst.If):
+            continue
+        if event.inside(node.body) and _says(unit, node.test, factor, single=True, conjunct=True):
+            return True
+        if node.orelse is not None and event.inside(node.orelse) and _says(unit, node.test, factor, single=False):
+            return True
+    return False
+
+
+def _says(unit: UnitModel, test: cst.BaseExpression, factor: cst.BaseExpression, single: bool,
+          conjunct: bool = False) -> bool:
+    """Whether ``test`` reads ``factor`` is 1 (``single``) or more than 1."""
+    if conjunct and isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return any(_says(unit, side, factor, single, conjunct) for side in (test.left, test.right))
+    if not (isinstance(test, cst.Comparison) and len(test.comparisons) == 1):
+        return False
+    target = test.comparisons[0]
+    left, right, op = test.left, target.comparator, target.operator
+    text = unit.text_of(factor)
+    if unit.text_of(right) == text:
+        left, right, op = right, left, _FLIPPED.get(type(op), type(op))()
+    elif unit.text_of(left) != text:
+        return False
+    if not isinstance(right, cst.Integer):
+        return False
+    value = right.evaluated_value
+    reading = {cst.Equal: (value == 1, None), cst.LessThanEqual: (value == 1, None), cst.LessThan: (value == 2, None),
+               cst.GreaterThan: (None, value == 1), cst.GreaterThanEqual: (None, value == 2),
+               cst.NotEqual: (None, value == 1)}.get(type(op))
+    if reading is None:
+        return False
+    return bool(reading[0] if single else reading[1])
+
+
+_FLIPPED: dict[type, type] = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cst.LessThan,
+                              cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual}
+
+
+def _asked_to_step(event: Event, root: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether ``event`` sits under an ``if`` that holds a step and whose test is a call the
+    model cannot read (``if self._should_do_step():``, ``do_step = should_step(); if do_step:``):
+    how often that branch runs is decided elsewhere."""
+    chain = event.ancestors
+    start = next((i for i, node in enumerate(chain) if node is root), len(chain))
+    for node in chain[start + 1:]:
+        if not isinstance(node, cst.If) or not event.inside(node.body):
+            continue
+        test = node.test
+        name = dotted(test)
+        if name is not None:
+            test = event.unit.single_value(name) or test
+        if isinstance(test, cst.Call) and any(
+                e.role is Role.STEP and not e.closure and e.inside(node.body) for e in events):
+            return True
+    return False
+
+
+def _beside_accumulate(collector: Collector, blocks: list[cst.With]) -> list[tuple[cst.If, int]]:
+    """Each ``if`` with an ``accelerator.accumulate()`` block in one branch, and which branch
+    (0 the body, 1 the ``else``)."""
+    found: list[tuple[cst.If, int]] = []
+    for site in collector.withs:
+        if not any(site.node is b for b in blocks):
+            continue
+        for node in site.ancestors:
+            if isinstance(node, cst.If):
+                side = 0 if any(a is node.body for a in site.ancestors) else 1
+                found.append((node, side))
+    return found
+
+
+def _beside_gates(collector: Collector, root: cst.CSTNode, gates: list[Gate]) -> list[tuple[cst.If, int]]:
+    """Each ``if`` inside ``root`` with a gate in one branch, and which branch: the other
+    branch is a path that never reaches the gate (``if separately: ...gated... else:
+    batch_update()``)."""
+    found: list[tuple[cst.If, int]] = []
+    for site in collector.ifs:
+        if not any(site.node is g.node for g in gates):
+            continue
+        chain = site.ancestors
+        start = next((i for i, node in enumerate(chain) if node is root), len(chain))
+        for node in chain[start + 1:]:
+            if isinstance(node, cst.If):
+                found.append((node, 0 if any(a is node.body for a in chain) else 1))
+    both = [node for node, side in found if (node, 1 - side) in found]
+    return [(node, side) for node, side in found if not any(node is b for b in both)]
+
+
+def _other_branch(event: Event, beside: tuple[cst.If, int]) -> bool:
+    """Whether ``event`` sits in the branch of the ``if`` without the ``accumulate()`` block:
+    a hand-written path whose cadence Accelerate does not decide (and the model cannot tell)."""
+    node, side = beside
+    if side == 0:
+        return node.orelse is not None and event.inside(node.orelse)
+    return event.inside(node.body)
+
+
+def _flushed_after(collector: Collector, root: cst.CSTNode, gate: Gate) -> bool:
+    """Whether the partial window left at the end of the loop is stepped right after it: a
+    step after the loop in the same block, unconditional or under a test of the gate's
+    counter or N (``if n_acc > 0:``, ``if (step + 1) % N != 0:``)."""
+    site = next((s for s in collector.loops if s.node is root), None)
+    block = site.ancestors[-1] if site is not None and site.ancestors else None
+    if not isinstance(block, cst.IndentedBlock):
+        return False
+    body = list(block.body)
+    position = next((i for i, stmt in enumerate(body) if stmt is root), None)
+    if position is None:
+        return False
+    names = {gate.counter} | (names_in(gate.modulus) if gate.modulus is not None else set()) | (
+        names_in(gate.count_bound) if gate.count_bound is not None else set())
+    names.discard(None)
+    for event in collector.events:
+        if event.role is not Role.STEP or event.closure or not event.inside(block) or event.inside(root):
+            continue
+        chain = event.ancestors
+        index = next(i for i, node in enumerate(chain) if node is block)
+        top = chain[index + 1] if index + 1 < len(chain) else event.statement
+        later = next((i for i, stmt in enumerate(body) if stmt is top), -1) > position
+        if later and (isinstance(top, cst.SimpleStatementLine)
+                      or (isinstance(top, cst.If) and event.inside(top.body) and names & names_in(top.test))):
+            return True
+    return False
 
 
 def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:
@@ -172,6 +313,11 @@ def _place_of(event: Event, shape: Shape, gates: list[Gate], micro: list[cst.CST
     if shape is Shape.NESTED:
         return Place.BOUNDARY
     return Place.MICRO
+
+
+def _holds(loop: cst.CSTNode, node: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether the ``if`` ``node`` (holding some event) sits inside ``loop``."""
+    return any(e.inside(node) and e.inside(loop) for e in events)
 
 
 def _contains(events: list[Event], node: cst.CSTNode) -> bool:

@@ -174,6 +174,7 @@ class Gate:
     span: Span
     update_branch: cst.CSTNode | None
     guard: bool = False  # `if not <gate>: continue` guards the rest of the block
+    guard_chain: tuple[cst.CSTNode, ...] = ()  # the guard's ancestors and the guard itself
     counter: str | None = None
     modulus: cst.BaseExpression | None = None
     count_bound: cst.BaseExpression | None = None

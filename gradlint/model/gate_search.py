@@ -5,17 +5,19 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gradlint.model.collect import Collector
+from gradlint.model.collect import Collector, Site
 from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role, TrainingLoop
-from gradlint.model.gate_tests import GateTest, Lookup, read_gate
+from gradlint.model.gate_tests import GateTest, Lookup, read_gate, read_last_micro_batch
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 
 _ZERO_BASED_PARAMS = frozenset({"batch_idx", "batch_nb", "batch_index", "batch_num", "idx"})
 
 
-def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], accelerate: bool) -> list[Gate]:
-    """The ``if`` statements inside ``root`` that separate the boundary from the body."""
+def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], accelerate: bool,
+               micro: list[cst.CSTNode] | None = None) -> list[Gate]:
+    """The ``if`` statements inside ``root`` that separate the boundary from the body (also
+    one on the last micro-batch of a micro-batch loop: ``if micro_step == N - 1:``)."""
     gates: list[Gate] = []
     for site in collector.ifs:
         node, ancestors, owner = site.node, site.ancestors, site.unit
@@ -23,11 +25,23 @@ def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], acc
             continue
         test = read_gate(node.test, _lookup(owner, collector.home), collector.counters, owner.text_of)
         if test is None:
+            test = _last_micro_batch(owner, site, micro or [])
+        if test is None:
             continue
         gate = _gate(owner, node, ancestors, test)
-        if gate is not None and _qualifies(gate, events, accelerate, test):
+        if gate is not None and _qualifies(gate, events, accelerate, test) and not _reset_every_pass(root, gate, events):
             gates.append(gate)
     return gates
+
+
+def _last_micro_batch(unit: UnitModel, site: Site[cst.If], micro: list[cst.CSTNode]) -> GateTest | None:
+    """The gate reading of an ``if`` on the last micro-batch of the micro-batch loop around it."""
+    for loop in micro:
+        if isinstance(loop, cst.For) and site.inside(loop):
+            index = loop_index(unit, loop)
+            if index is not None:
+                return read_last_micro_batch(site.node.test, index)
+    return None
 
 
 def _lookup(owner: UnitModel, loop_unit: UnitModel) -> Lookup:
@@ -49,11 +63,21 @@ def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], tes
         head.update_branch = node.orelse.body
         return head
     if _ends_with_continue(node.body):
-        block = next((a for a in reversed(ancestors) if isinstance(a, cst.IndentedBlock)), None)
+        block = _loop_body(ancestors)
         head.update_branch = block
         head.guard = True
+        head.guard_chain = (*ancestors, node)
         return head
     return None
+
+
+def _loop_body(ancestors: tuple[cst.CSTNode, ...]) -> cst.CSTNode | None:
+    """The body of the innermost loop around an ``if``: what its ``continue`` skips the rest
+    of (also when the ``if`` sits in a branch: ``else: ...; if (i + 1) % N: continue``)."""
+    for node in reversed(ancestors):
+        if isinstance(node, (cst.For, cst.While)):
+            return node.body if isinstance(node.body, cst.IndentedBlock) else None
+    return next((a for a in reversed(ancestors) if isinstance(a, cst.IndentedBlock)), None)
 
 
 def _ends_with_continue(block: cst.BaseSuite) -> bool:
@@ -74,7 +98,7 @@ def _qualifies(gate: Gate, events: list[Event], accelerate: bool, test: GateTest
     inside = [e for e in events if _in_branch(e, gate)]
     work = [e for e in inside if e.role in UPDATE_ROLES | {Role.COUNTER}]
     if any(e.role is Role.STEP and not e.closure for e in work):
-        return not _self_contained(inside)
+        return not _self_contained(inside) and not _cadence_update(gate, inside, events)
     zeros = [e for e in work if e.role is Role.ZERO_GRAD]
     if zeros:
         return not any(
@@ -91,6 +115,45 @@ def _self_contained(inside: list[Event]) -> bool:
     return any(z.order < b.order for z in zeros for b in inside if b.role is Role.BACKWARD)
 
 
+def _reset_every_pass(root: cst.CSTNode, gate: Gate, events: list[Event]) -> bool:
+    """A gate that only zeroes, on a counter the scope sets back to 0 unconditionally on every
+    pass (``self.n_backward = 0`` at the end of ``batch_update``): it fires on every pass, so
+    it marks no window."""
+    if gate.counter is None or any(e.role is Role.STEP and _in_branch(e, gate) for e in events):
+        return False
+    body = getattr(root, "body", None)
+    for statement in body.body if isinstance(body, cst.IndentedBlock) else ():
+        if not isinstance(statement, cst.SimpleStatementLine):
+            continue
+        for small in statement.body:
+            if isinstance(small, cst.Assign) and isinstance(small.value, cst.Integer) \
+                    and small.value.evaluated_value == 0 \
+                    and any(dotted(t.target) == gate.counter for t in small.targets):
+                return True
+    return False
+
+
+def _cadence_update(gate: Gate, inside: list[Event], events: list[Event]) -> bool:
+    """A branch that runs its own backward before its step, with no gradients from outside
+    it waiting for that step: a GAN's ``if it % d_iters == 0`` generator update, TD3's
+    delayed actor. Outside backwards wait for it when they run earlier in the pass and no
+    step outside the branch consumes them first, or sit in the gate's other branch
+    (``else: with model.no_sync(): loss.backward()``)."""
+    steps = [e.order for e in inside if e.role is Role.STEP and not e.closure]
+    first_step = min(steps)
+    if not any(e.role is Role.BACKWARD and e.order < first_step for e in inside):
+        return False
+    outside = [e for e in events if not _in_branch(e, gate)]
+    for backward in (e for e in outside if e.role is Role.BACKWARD):
+        if backward.inside(gate.node):
+            return False  # the gate's other branch
+        consumed = any(s.role is Role.STEP and not s.closure and backward.order < s.order < first_step
+                       for s in outside)
+        if backward.order < first_step and not consumed:
+            return False
+    return True
+
+
 def _in_branch(event: Event, gate: Gate) -> bool:
     if gate.update_branch is None:
         return False
@@ -100,8 +163,35 @@ def _in_branch(event: Event, gate: Gate) -> bool:
 
 
 def after_guard(event: Event, gate: Gate) -> bool:
-    """Events after ``if <not update>: continue`` in the same block run once per update."""
-    return event.span.line > gate.span.end_line and gate.update_branch is not None and event.inside(gate.update_branch)
+    """Events after ``if <not update>: continue`` in the same loop body run once per update:
+    at the innermost block holding both, the event's statement comes after the guard's
+    (statement order, so events of called helpers count too; an event in a branch the guard
+    is not in runs before it or instead of it)."""
+    chain = gate.guard_chain
+    start = next((i for i, node in enumerate(chain) if node is gate.update_branch), None)
+    if start is None or not event.inside(chain[start]):
+        return False
+    for k in range(start, len(chain) - 1):
+        block = chain[k]
+        if not isinstance(block, cst.IndentedBlock):
+            continue
+        if not event.inside(block):
+            return False
+        mine = _child_of(block, event.ancestors, event.statement)
+        if mine is chain[k + 1]:
+            continue
+        body = list(block.body)
+        position = next((i for i, stmt in enumerate(body) if stmt is mine), None)
+        guard = next((i for i, stmt in enumerate(body) if stmt is chain[k + 1]), None)
+        return position is not None and guard is not None and position > guard
+    return False
+
+
+def _child_of(block: cst.CSTNode | None, chain: tuple[cst.CSTNode, ...], last: cst.CSTNode) -> cst.CSTNode:
+    """The statement of ``block`` that holds the end of ``chain`` (``last`` when the chain
+    ends at ``block``)."""
+    index = next((i for i, node in enumerate(chain) if node is block), len(chain))
+    return chain[index + 1] if index + 1 < len(chain) else last
 
 
 def zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Event]) -> bool:

@@ -60,6 +60,25 @@ def read_gate(
     return None
 
 
+def read_last_micro_batch(expr: cst.BaseExpression, index: str) -> GateTest | None:
+    """``micro_step == N - 1`` (or ``micro_step + 1 == N``) on a micro-batch loop's own index:
+    the boundary written inside the micro-batch loop, on its last micro-batch."""
+    if not (isinstance(expr, cst.Comparison) and len(expr.comparisons) == 1
+            and isinstance(expr.comparisons[0].operator, cst.Equal)):
+        return None
+    sides = (expr.left, expr.comparisons[0].comparator)
+    for mine, other in (sides, sides[::-1]):
+        if dotted(mine) == index and _is_minus_one(other):
+            bound = other.left  # type: ignore[attr-defined]
+        elif (isinstance(mine, cst.BinaryOperation) and isinstance(mine.operator, cst.Add)
+              and dotted(mine.left) == index and _is_int(mine.right, 1)):
+            bound = other
+        else:
+            continue
+        return GateTest(True, index, count_bound=bound, offset_one=True)
+    return None
+
+
 def is_final_condition(expr: cst.BaseExpression, code: Code) -> bool:
     """Whether a test names the end of the epoch (``i + 1 == len(loader)``, ``is_last``)."""
     text = code(expr).lower()

@@ -13,6 +13,7 @@ from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 
 _MICRO_HEADER = re.compile(r"micro|accum|grad_acc|n_acc|acc_steps", re.I)
+_CHUNKING = frozenset({"chunk", "split", "tensor_split"})
 
 
 def _has(events: list[Event], node: cst.CSTNode, role: Role) -> bool:
@@ -85,4 +86,20 @@ def _is_micro_header(unit: UnitModel, loop: cst.CSTNode) -> bool:
     if isinstance(source, cst.Call) and dotted(source.func) == "range" and len(source.args) == 1:
         source = source.args[0].value
     name = dotted(source)
-    return name is not None and bool(_MICRO_HEADER.search(name))
+    if name is not None and _MICRO_HEADER.search(name):
+        return True
+    if isinstance(source, cst.Call) and dotted(source.func) in ("zip", "enumerate") and source.args:
+        return all(_is_chunks(unit, arg.value) for arg in source.args if arg.keyword is None)
+    return _is_chunks(unit, source)
+
+
+def _is_chunks(unit: UnitModel, expr: cst.BaseExpression) -> bool:
+    """``x.chunk(n)``, ``torch.split(x, n)`` or ``x.tensor_split(n)``, directly or through a
+    name assigned once (``xs = x.chunk(4)``)."""
+    name = dotted(expr)
+    if name is not None:
+        expr = unit.single_value(name) or expr
+    if not isinstance(expr, cst.Call):
+        return False
+    func = dotted(expr.func) or ""
+    return func.rsplit(".", 1)[-1] in _CHUNKING

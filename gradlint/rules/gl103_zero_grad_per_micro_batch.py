@@ -2,14 +2,19 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Iterator
+
+import libcst as cst
 
 from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import call_text, per_micro_batch, quoted, sole_step, step_text, steps_of
+from gradlint.rules.readers import backward_before, call_text, per_micro_batch, quoted, sole_step, step_text, steps_of
+
+_GRAD_READ = re.compile(r"\.grad\b(?!\s*=[^=])")
 
 
 class ZeroGradPerMicroBatch(Rule):
@@ -17,7 +22,7 @@ class ZeroGradPerMicroBatch(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.ZERO_GRAD):
-            if loop.accelerate_skips(event):
+            if loop.accelerate_skips(event) or _drops_window(loop, event) or _reads_gradients_first(loop, event):
                 continue
             yield Finding(event.span, f"{call_text(loop, event)} runs between backward calls of one "
                           "accumulation window and wipes the gradients accumulated so far; zero once per "
@@ -32,6 +37,30 @@ def train(model, loader, optimizer, accum_steps):
         if (step + 1) % accum_steps == 0:
             optimizer.step()
             optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        loss = model(x, y) / accum_steps
+        if not torch.isfinite(loss):
+            optimizer.zero_grad()
+            continue
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """\
+def backward_each(losses, params, optimizer):
+    grads = []
+    for loss in losses:
+        loss.backward(retain_graph=True)
+        grads.append(torch.cat([p.grad.flatten() for p in params]))
+        for p in params:
+            p.grad = None
+    for p, g in zip(params, unflatten(solve(grads), params)):
+        p.grad = g
+    optimizer.step()
 """,
     )
     INVALID = (
@@ -51,6 +80,38 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.zero_grad()
 """),
     )
+
+
+def _drops_window(loop: TrainingLoop, zero: Event) -> bool:
+    """A zero_grad in a branch that then leaves the iteration with no backward after it
+    (``if not torch.isfinite(loss): optimizer.zero_grad(); continue``, or an out-of-memory
+    ``except`` that zeroes and moves on) drops the window on purpose."""
+    chain = zero.ancestors
+    start = next((i for i, node in enumerate(chain) if node is loop.root), 0)
+    for i in range(start + 1, len(chain)):
+        block = chain[i]
+        if not (isinstance(block, cst.IndentedBlock) and isinstance(chain[i - 1], (cst.If, cst.Else, cst.ExceptHandler))):
+            continue
+        last = block.body[-1] if block.body else None
+        leaves = isinstance(last, cst.SimpleStatementLine) and bool(last.body) and isinstance(
+            last.body[-1], (cst.Continue, cst.Break, cst.Return, cst.Raise))
+        if leaves and not any(b.order > zero.order and b.inside(block) for b in loop.of(Role.BACKWARD)):
+            return True
+    return False
+
+
+def _reads_gradients_first(loop: TrainingLoop, zero: Event) -> bool:
+    """Code between the last backward and the zero reads ``.grad`` (collecting per-loss
+    gradients for a gradient-surgery solve, or a probe backward checked and then cleared):
+    the gradients are consumed, not accumulated."""
+    backward = backward_before(loop, zero)
+    if backward is None or backward.unit is not zero.unit:
+        return False
+    lines = zero.unit.module.code.splitlines()
+    offset = zero.unit.line_offset
+    first, last = backward.span.end_line + 1, zero.span.line - 1
+    return any(_GRAD_READ.search(lines[n - 1 - offset]) for n in range(first, last + 1)
+               if 0 <= n - 1 - offset < len(lines))
 
 
 def _zero_once(loop: TrainingLoop, zero: Event) -> Change | None:

@@ -16,7 +16,7 @@ class SchedulerBeforeOptimizer(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for sched in loop.of(Role.SCHEDULER_STEP):
-            if sched.metric:
+            if sched.metric or _follows_a_step(loop, sched):
                 continue
             later = [s for s in update_steps(loop) if s.place is sched.place and loop.flows(sched, s)
                      and not any(sched.order < b.order < s.order for b in loop.of(Role.BACKWARD))]
@@ -34,6 +34,17 @@ def train(model, loader, optimizer, scheduler):
         optimizer.step()
         scheduler.step()
         optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, scheduler, head_optimizer, head_scheduler):
+    for x, y in loader:
+        model(x, y).backward()
+        optimizer.step()
+        scheduler.step()
+        head_optimizer.step()
+        head_scheduler.step()
+        optimizer.zero_grad()
+        head_optimizer.zero_grad()
 """,
     )
     INVALID = (
@@ -53,6 +64,16 @@ def train(model, loader, optimizer, scheduler):
         optimizer.zero_grad()
 """),
     )
+
+
+def _follows_a_step(loop: TrainingLoop, sched: Event) -> bool:
+    """With several optimizers, a scheduler stepped right after one of them
+    (``opt_a.step(); sched_a.step(); opt_b.step()``) follows its own optimizer: the model
+    cannot tell which optimizer a scheduler drives, so a step before it in the same update
+    is enough."""
+    return any(s.place is sched.place and loop.flows(s, sched)
+               and not any(s.order < b.order < sched.order for b in loop.of(Role.BACKWARD))
+               for s in update_steps(loop))
 
 
 def _schedule_after_step(loop: TrainingLoop, scheduler: Event) -> Change | None:

@@ -21,6 +21,8 @@ class MissingZeroGrad(Rule):
             return  # a per-batch function: the caller may zero the gradients
         if loop.calls_zeroing:
             return
+        if any(name is not None and loop.reassigns(name) for s in steps for name in (s.receiver, s.target)):
+            return  # an optimizer built in each iteration, often over tensors made fresh there too
         yield Finding(steps[0].span, f"{call_text(loop, steps[0])} runs every update but gradients are never "
                       "zeroed in this loop, so each update adds all previous gradients again; call "
                       "optimizer.zero_grad() once per update, after the step")
@@ -39,6 +41,15 @@ def train(model, loader, optimizer):
         model(x, y).backward()
         optimizer.step()
         zero_all_grads(model)
+""",
+        """\
+def steer(latents, steps, lr):
+    for t in steps:
+        x = latents.detach().clone().requires_grad_(True)
+        opt = torch.optim.SGD([x], lr=lr)
+        energy(x, t).backward()
+        opt.step()
+        latents = x.detach()
 """,
     )
     INVALID = (

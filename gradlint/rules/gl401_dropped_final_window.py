@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Iterator
 
 from gradlint.catalogue import CATALOGUE
-from gradlint.model.events import TrainingLoop
+from gradlint.model.events import Shape, TrainingLoop
 from gradlint.rules.base import Finding, Invalid, Rule
 
 
@@ -16,6 +16,8 @@ class DroppedFinalWindow(Rule):
         gate = loop.primary_gate
         if gate is None or not loop.accumulating or not loop.iterates_loader or gate.final_branch:
             return
+        if loop.shape is Shape.NESTED:
+            return  # a gate inside the micro-batch loop closes each window on its last micro-batch
         if loop.tail_guarded or not loop.per_epoch:
             return  # a single pass (often over an endless stream) loses at most one tail
         if not gate.restarts_each_epoch:
