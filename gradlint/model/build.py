@@ -11,7 +11,7 @@ from gradlint.model.events import Event, Gate, Place, Role, Shape, TrainingLoop
 from gradlint.model.gate_search import after_guard, epoch_length, find_gates, iterable_of, loop_index, zero_based
 from gradlint.model.gate_tests import is_final_condition, read_gate
 from gradlint.model.scopes import find_scopes
-from gradlint.model.syntax import dotted
+from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 from gradlint.names import Kind
 
