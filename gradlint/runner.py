@@ -297,6 +297,7 @@ def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[
             for task in tasks:
                 yield _lint_task(task, cache)
             return
+        jobs = capped_jobs(jobs)
         chunks = _chunks(tasks, jobs * _CHUNKS_PER_WORKER)
         with _context().Pool(min(jobs, len(chunks))) as pool:
             for done in pool.imap_unordered(partial(_lint_chunk, cache=cache), chunks):
@@ -411,3 +412,12 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+MAX_JOBS_PER_CPU = 4
+"""``--jobs`` beyond this many workers per CPU only costs memory (each worker holds a parser)."""
+
+
+def capped_jobs(jobs: int) -> int:
+    """``jobs`` workers, at most :data:`MAX_JOBS_PER_CPU` per CPU this process may use."""
+    return max(1, min(jobs, default_jobs() * MAX_JOBS_PER_CPU))
