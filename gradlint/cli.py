@@ -160,7 +160,10 @@ def check(paths: tuple[Path, ...], output_format: str, select: str | None, ignor
             if diff:
                 fail("--diff does not read stdin; use --fix to print the fixed text")
             return _check_stdin(stdin_filename, resolver, overrides, output, cache, max_size, timeout, fix)
-        files = discover(list(paths) or [Path(".")], PathFilter(resolver, overrides))
+        skipped_paths: list[str] = []
+        files = discover(list(paths) or [Path(".")], PathFilter(resolver, overrides), skipped_paths)
+        for line in skipped_paths:
+            click.echo(f"gradlint: warning: {line}", err=True)
         settings = {path: settings_for(path, overrides=overrides, resolver=resolver) for path in files}
         limits = max_size if max_size is not None else {path: _size_limit(resolver, path) for path in files}
     except SettingsError as exc:
@@ -190,11 +193,11 @@ def _whole_number(option: str, text: str, minimum: int) -> int:
 
 
 def _cache(cache_dir: Path | None) -> Cache:
-    """The result cache in ``--cache-dir`` or its default folder."""
-    directory = cache_dir or default_cache_dir()
-    if directory.exists() and not directory.is_dir():
-        fail(f"the cache folder {directory} is a file")
-    return Cache(directory)
+    """The result cache in ``--cache-dir`` or its default folder. A file in the default
+    folder's place only costs speed (the cache is best-effort); a named one is an error."""
+    if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
+        fail(f"the cache folder {cache_dir} is a file")
+    return Cache(cache_dir or default_cache_dir())
 
 
 def _size_limit(resolver: ConfigResolver, path: Path) -> int:

@@ -47,7 +47,8 @@ class Layout:
         first = self._lines[1] if unit.unit.indent > 0 and len(self._lines) > 1 else self._lines[0]
         self.newline = "\r\n" if first.endswith("\r") else "\n"
         # a lone carriage return ends a line for Python but not for file lines split on "\n"
-        self.sound = _LONE_CR.search(unit.module.code) is None
+        # and a unit whose text was changed for libcst (form feeds) is not the file's
+        self.sound = _LONE_CR.search(unit.module.code) is None and not unit.column_shifts
 
     @property
     def unit(self) -> UnitModel:
