@@ -9,12 +9,11 @@ import os
 from pathlib import Path
 
 import pytest
+from samples import BAD, gradlint
 
 import gradlint.discovery as discovery_module
 from gradlint.cache import Cache
 from gradlint.settings import default_settings
-
-from samples import BAD, gradlint
 
 _SIZE = len(BAD.encode())
 _GL000 = f"not analysed: {_SIZE} bytes is over the 10-byte limit (--max-file-size 0 checks it)"
