@@ -267,11 +267,7 @@ def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides
     limit = max_size if max_size is not None else _size_limit(resolver, name)
     result = run([Piped(name, display, data)], settings, cache=cache, max_file_size=limit, timeout=timeout,
                  mode=Mode.FIX if fix else Mode.CHECK, unsafe=output.options.unsafe_fixes)
-    _notify_skipped(result, timeout)
-    if result.timed_out:
-        if fix:
-            sys.stdout.buffer.write(data)
-        return 0
+    _notify_skipped(result, timeout)  # a file out of time or over the limit is also a GL000
     outcome = result.fixes[0] if result.fixes else None
     text = report_text(data, name.suffix == ".ipynb", outcome)
     fixed = len(outcome.fixed) if outcome is not None else 0

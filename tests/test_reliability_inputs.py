@@ -317,15 +317,20 @@ def test_a_runaway_fix_leaves_the_file_alone(project: Path, monkeypatch: pytest.
 
 
 @pytest.mark.parametrize("fix", [False, True])
-def test_a_runaway_analysis_of_stdin_is_a_notice_and_the_text_comes_back(monkeypatch: pytest.MonkeyPatch,
+def test_a_runaway_analysis_of_stdin_is_a_gl000_and_the_text_comes_back(monkeypatch: pytest.MonkeyPatch,
                                                                         fix: bool) -> None:
     _spin_on_runaway(monkeypatch)
     args = ["check", "--isolated", "--timeout", "1", "--stdin-filename", "runaway.py", *(["--fix"] if fix else []), "-"]
     result = gradlint(*args, input=BAD)
-    assert result.exit_code == 0
-    assert result.stdout == (BAD if fix else "")
-    assert result.stderr == ("gradlint: notice: gave up on runaway.py: its analysis took more than 1 CPU seconds "
-                             "(--timeout 0 removes the limit)\n")
+    notice = ("gradlint: notice: gave up on runaway.py: its analysis took more than 1 CPU seconds "
+              "(--timeout 0 removes the limit)\n")
+    report = result.stderr.removeprefix(notice) if fix else result.stdout
+    assert result.exit_code == 1
+    assert result.stderr.startswith(notice) and (fix or result.stderr == notice)
+    assert report.splitlines()[0] == ("runaway.py:1:1: GL000 not analysed: its analysis took more than 1 CPU seconds "
+                                      "(--timeout 0 removes the limit)")
+    if fix:
+        assert result.stdout == BAD
 
 
 def test_the_pool_gives_up_on_a_runaway_file_too(tmp_path: Path) -> None:
