@@ -136,11 +136,35 @@ def _entry(diagnostic: Diagnostic) -> dict[str, Any]:
     return data
 
 
-def _diagnostic(path: str, data: dict[str, Any]) -> Diagnostic:
+def _diagnostic(path: str, data: Any) -> Diagnostic:
+    """The diagnostic an entry item holds; ValueError for an item of the wrong shape or types
+    (a corrupt or foreign entry is a miss, never a wrong report)."""
+    if not isinstance(data, dict):
+        raise ValueError("not an entry item")
+    fix = data.get("fix")
+    cell = data.get("cell")
+    if not (_whole(data, "line", "column", "end_line", "end_column") and _text(data, "code", "name", "message")
+            and (fix is None or _fix_shaped(fix)) and (cell is None or _whole(data, "cell"))):
+        raise ValueError("malformed entry item")
     span = Span(data["line"], data["column"], data["end_line"], data["end_column"])
-    fix = Fix.from_dict(data["fix"]) if data["fix"] is not None else None
     return Diagnostic(path, span, data["code"], data["name"], Severity(data["severity"]), data["message"],
-                      fix, data.get("cell"))
+                      Fix.from_dict(fix) if fix is not None else None, cell)
+
+
+def _whole(data: dict[str, Any], *keys: str) -> bool:
+    return all(type(data.get(key)) is int for key in keys)
+
+
+def _text(data: dict[str, Any], *keys: str) -> bool:
+    return all(isinstance(data.get(key), str) for key in keys)
+
+
+def _fix_shaped(fix: Any) -> bool:
+    """Whether ``fix`` has the JSON shape of :meth:`Fix.to_dict` (the applicability is
+    checked by its enum)."""
+    return (isinstance(fix, dict) and _text(fix, "message") and isinstance(fix.get("edits"), list)
+            and all(isinstance(e, dict) and _whole(e, "line", "column", "end_line", "end_column")
+                    and _text(e, "content") for e in fix["edits"]))
 
 
 def _unchanged(uses: dict[str, str]) -> bool:
@@ -216,10 +240,11 @@ class Cache:
         project module the result was computed from has changed since."""
         try:
             stored = json.loads(self._path(key).read_bytes())
-            if not _unchanged(stored.get("uses", {})):
+            items = stored["diagnostics"] if isinstance(stored, dict) else None
+            if not isinstance(items, list) or not _unchanged(stored.get("uses", {})):
                 return None
-            return [_diagnostic(path, item) for item in stored["diagnostics"]]
-        except (OSError, ValueError, KeyError, TypeError, AttributeError):
+            return [_diagnostic(path, item) for item in items]
+        except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None
 
     def put(self, key: str, diagnostics: list[Diagnostic], uses: Mapping[Path, str] | None = None) -> None:

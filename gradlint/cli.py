@@ -309,8 +309,11 @@ class _CheckJob:
     def discover(self, resolver: ConfigResolver, warn: bool = True) -> list[Path]:
         """The files to check; with ``warn``, a warning for each folder that yields none."""
         targets = self.paths or [Path(".")]
-        files = discover(targets, PathFilter(resolver, self.overrides))
+        skipped: list[str] = []
+        files = discover(targets, PathFilter(resolver, self.overrides), skipped)
         if warn:
+            for line in skipped:
+                click.echo(f"gradlint: warning: {line}", err=True)
             found = [os.path.normpath(os.path.abspath(f)) for f in files]
             for target in targets:
                 if not is_folder(target):
@@ -443,11 +446,11 @@ def _whole_number(option: str, text: str, minimum: int) -> int:
 
 
 def _cache(cache_dir: Path | None) -> Cache:
-    """The result cache in ``--cache-dir`` or its default folder."""
-    directory = cache_dir or default_cache_dir()
-    if directory.exists() and not directory.is_dir():
-        fail(f"the cache folder {directory} is a file")
-    return Cache(directory)
+    """The result cache in ``--cache-dir`` or its default folder. A file in the default
+    folder's place only costs speed (the cache is best-effort); a named one is an error."""
+    if cache_dir is not None and cache_dir.exists() and not cache_dir.is_dir():
+        fail(f"the cache folder {cache_dir} is a file")
+    return Cache(cache_dir or default_cache_dir())
 
 
 def _size_limit(resolver: ConfigResolver, path: Path) -> int:
@@ -524,11 +527,7 @@ def _check_stdin(stdin_filename: str | None, resolver: ConfigResolver, overrides
     limit = max_size if max_size is not None else _size_limit(resolver, name)
     result = run([Piped(name, display, data)], settings, cache=cache, max_file_size=limit, timeout=timeout,
                  mode=Mode.FIX if fix else Mode.CHECK, unsafe=output.options.unsafe_fixes)
-    _notify_skipped(result, timeout)
-    if result.timed_out:
-        if fix:
-            sys.stdout.buffer.write(data)
-        return 0
+    _notify_skipped(result, timeout)  # a file out of time or over the limit is also a GL000
     outcome = result.fixes[0] if result.fixes else None
     text = report_text(data, name.suffix == ".ipynb", outcome)
     fixed = len(outcome.fixed) if outcome is not None else 0

@@ -16,38 +16,50 @@ def is_skipped_dir(path: Path) -> bool:
     return path.name in SKIPPED_DIRS or (path / "pyvenv.cfg").is_file()
 
 
-def discover(paths: list[Path], path_filter: PathFilter | None = None) -> list[Path]:
+def discover(paths: list[Path], path_filter: PathFilter | None = None,
+             warnings: list[str] | None = None) -> list[Path]:
     """Files to check: named files as given, folders walked for Python sources and notebooks, sorted.
 
     A named path that does not exist is returned as is; reading it reports the I/O error.
     Without ``path_filter`` the default folders are skipped; with one, it decides what a walk
-    skips, and named paths are dropped only when it force-excludes them.
+    skips, and named paths are dropped only when it force-excludes them. Nothing named is
+    skipped silently: ``warnings`` (if given) receives one line per named path that is
+    excluded or whose walk found only excluded files, and per folder that cannot be read.
     """
     found: dict[str, Path] = {}
+    said = warnings if warnings is not None else []
     for path in paths:
         if path_filter is not None and path_filter.explicitly_excluded(path):
+            said.append(f"{path.as_posix()} is excluded by the configuration (force-exclude): not checked")
             continue
         if is_folder(path):
-            for file in _walk(path, path_filter):
+            files, excluded = _walk(path, path_filter, said)
+            if excluded and not files:
+                said.append(f"{path.as_posix()}: nothing checked: what it holds is excluded "
+                            "(.gitignore or exclude patterns)")
+            for file in files:
                 found.setdefault(os.path.normpath(file), file)
         else:
             found.setdefault(os.path.normpath(path), path)
     return [found[key] for key in sorted(found)]
 
 
-def _walk(root: Path, path_filter: PathFilter | None) -> list[Path]:
+def _walk(root: Path, path_filter: PathFilter | None, warnings: list[str]) -> tuple[list[Path], bool]:
     """The source files under ``root`` (in no particular order), like ``os.walk`` without
     following symlinked folders, but with the file types ``os.scandir`` already knows: no
-    ``stat`` per file."""
+    ``stat`` per file; and whether the filter excluded a source file or a folder (other
+    than the version-control, cache and build folders always skipped)."""
     files: list[Path] = []
+    excluded = False
     folders = [root]
     while folders:
         base = folders.pop()
         try:
             with os.scandir(base) as scan:
                 entries = list(scan)
-        except OSError:
-            continue  # an unreadable folder is skipped, as os.walk does
+        except OSError as exc:  # skipped, as os.walk does, but said
+            warnings.append(f"cannot read folder {base.as_posix()}: {exc.strerror or exc}: skipped")
+            continue
         for entry in entries:
             if _is_dir(entry):
                 folder = base / entry.name
@@ -55,15 +67,20 @@ def _walk(root: Path, path_filter: PathFilter | None) -> list[Path]:
                     continue
                 if path_filter is None:
                     skipped = is_skipped_dir(folder)
+                elif (folder / "pyvenv.cfg").is_file():
+                    skipped = True
                 else:
-                    skipped = (folder / "pyvenv.cfg").is_file() or path_filter.excluded(folder, is_dir=True)
+                    skipped = path_filter.excluded(folder, is_dir=True)
+                    excluded = excluded or (skipped and entry.name not in SKIPPED_DIRS)
                 if not skipped:
                     folders.append(folder)
             elif entry.name.endswith(SOURCE_SUFFIXES) and _is_file(entry):
                 file = base / entry.name
                 if path_filter is None or not path_filter.excluded(file, is_dir=False):
                     files.append(file)
-    return files
+                else:
+                    excluded = True
+    return files, excluded
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

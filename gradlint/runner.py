@@ -68,9 +68,12 @@ class RunResult:
 
 
 def display_path(path: Path) -> str:
-    """Paths relative to the current directory where possible, with forward slashes."""
+    """Paths relative to the current directory where possible, with forward slashes; a
+    symlink is shown under its own name (its folder is resolved, not the link)."""
     try:
-        rel = path.resolve().relative_to(Path.cwd().resolve())
+        own = path.absolute()
+        resolved = own.parent.resolve() / own.name if own.name not in ("", ".", "..") else own.resolve()
+        rel = resolved.relative_to(Path.cwd().resolve())
         return rel.as_posix()
     except (ValueError, OSError):
         return path.as_posix()
@@ -79,10 +82,10 @@ def display_path(path: Path) -> str:
 class _PathNames:
     """:func:`display_path` for the many files of one run, resolving each folder once.
 
-    ``Path.resolve`` checks every component of every path; a file that is not a symlink
-    resolves to its folder's resolution plus its name, so folders are remembered (for this
-    run only: a later run sees a changed symlink). Plain ``os.path`` strings: pathlib's
-    objects cost more than the file system calls here.
+    ``Path.resolve`` checks every component of every path; a file is shown as its folder's
+    resolution plus its own name (a symlink under its own name, not its target's), so
+    folders are remembered (for this run only: a later run sees a changed symlink). Plain
+    ``os.path`` strings: pathlib's objects cost more than the file system calls here.
     """
 
     def __init__(self) -> None:
@@ -93,7 +96,7 @@ class _PathNames:
     def __call__(self, path: Path) -> str:
         text = os.fspath(path)
         folder, name = os.path.split(text)
-        if name in ("", ".", "..") or os.path.islink(text):
+        if name in ("", ".", ".."):
             real = os.path.realpath(text)
         else:
             resolved = self._folders.get(folder)
@@ -144,6 +147,15 @@ def _io_error(shown: str, exc: OSError, settings: Settings) -> list[Diagnostic]:
     reason = exc.strerror or exc.__class__.__name__
     return [Diagnostic(shown, Span(1, 1, 1, 1), SYNTAX_ERROR.code, SYNTAX_ERROR.name,
                        SYNTAX_ERROR.severity, f"I/O error: cannot read file: {reason}")]
+
+
+def _not_analysed(shown: str, reason: str, settings: Settings) -> list[Diagnostic]:
+    """The GL000 of a file left unanalysed (too large, out of time), so that no output
+    format passes it silently and the run does not exit 0."""
+    if not settings.enabled(SYNTAX_ERROR.code):
+        return []
+    return [Diagnostic(shown, Span(1, 1, 1, 1), SYNTAX_ERROR.code, SYNTAX_ERROR.name,
+                       SYNTAX_ERROR.severity, f"not analysed: {reason}")]
 
 
 class Mode(enum.Enum):
@@ -223,6 +235,8 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
                 size, triage = status.st_size, partial(_triage, path, status)
             if limit and size > limit:
                 result.skipped.append(Skipped(shown, size, limit))
+                found[index] = _outcome(mode, path, shown, _not_analysed(
+                    shown, f"{size} bytes is over the {limit}-byte limit (--max-file-size 0 checks it)", own))
                 continue
             worth, digest = triage(own, cache)
         except OSError as exc:
@@ -249,8 +263,10 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
             progress(done, len(paths))
         if outcome is None:
             out_of_time.add(task.index)
-            if mode is not Mode.CHECK:
-                outcome = FileFix(task.path, task.shown, error=f"not fixed: {AnalysisTimeout(timeout)}")
+            gave_up = _not_analysed(task.shown, f"its analysis took more than {timeout:g} CPU seconds "
+                                                "(--timeout 0 removes the limit)", task.settings)
+            outcome = gave_up if mode is Mode.CHECK else FileFix(
+                task.path, task.shown, error=f"not fixed: {AnalysisTimeout(timeout)}", remaining=gave_up)
         found[task.index] = outcome
     result.timed_out = [task.shown for task in tasks if task.index in out_of_time]
     result.fixes = [f for f in found if isinstance(f, FileFix)]
@@ -318,6 +334,7 @@ def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[
             for task in tasks:
                 yield _lint_task(task, cache)
             return
+        jobs = capped_jobs(jobs)
         chunks = _chunks(tasks, jobs * _CHUNKS_PER_WORKER)
         with _context().Pool(min(jobs, len(chunks)), initializer=_ignore_interrupts) as pool:
             for done in pool.imap_unordered(partial(_lint_chunk, cache=cache), chunks):
@@ -441,3 +458,12 @@ def default_jobs() -> int:
         return len(os.sched_getaffinity(0))
     except AttributeError:  # not on Linux
         return os.cpu_count() or 1
+
+
+MAX_JOBS_PER_CPU = 4
+"""``--jobs`` beyond this many workers per CPU only costs memory (each worker holds a parser)."""
+
+
+def capped_jobs(jobs: int) -> int:
+    """``jobs`` workers, at most :data:`MAX_JOBS_PER_CPU` per CPU this process may use."""
+    return max(1, min(jobs, default_jobs() * MAX_JOBS_PER_CPU))

@@ -88,30 +88,106 @@ def _fix_notebook(data: bytes, path: Path, display: str, settings: Settings, uns
     return outcome
 
 
+TEMPORARY_SUFFIX = ".gradlint-tmp"
+
+
 def write_atomic(path: Path, data: bytes, expected: bytes | None = None) -> None:
     """Replace ``path`` with ``data`` through a temporary file in the same folder (fsync,
-    then rename), keeping its permissions. Refuses a read-only file and, with
-    ``expected``, a file that changed since it was read."""
+    then rename), keeping its permissions, owner and group (where allowed) and extended
+    attributes (ACLs among them). A file with more than one hard link is rewritten in place
+    instead, so every link sees the new text. Refuses a read-only file and, with
+    ``expected``, a file that changed since it was read: checked again immediately before
+    the replacement. Temporaries left by a killed run are removed on the next write there."""
     target = Path(os.path.realpath(path))
     info = target.stat()
     writable = info.st_mode & (stat.S_IWUSR | stat.S_IWGRP | stat.S_IWOTH)
     if not writable or not os.access(target, os.W_OK):
         raise PermissionError(13, "file is read-only", str(path))
-    if expected is not None and target.read_bytes() != expected:
-        raise OSError(0, "file changed while it was being fixed", str(path))
-    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.", suffix=".gradlint-tmp")
+    _check_unchanged(target, expected, path)
+    _remove_stale_temporaries(target)
+    if info.st_nlink > 1:
+        _rewrite_in_place(target, data, expected, path)
+        return
+    fd, temporary = tempfile.mkstemp(dir=target.parent, prefix=f".{target.name}.{os.getpid()}.",
+                                     suffix=TEMPORARY_SUFFIX)
     try:
         with os.fdopen(fd, "wb") as handle:
             handle.write(data)
             handle.flush()
             os.fsync(handle.fileno())
-        os.chmod(temporary, stat.S_IMODE(info.st_mode))
+        _copy_metadata(info, target, temporary)
+        _check_unchanged(target, expected, path)
         os.replace(temporary, target)
     except BaseException:
         with suppress(OSError):
             os.unlink(temporary)
         raise
     _sync_folder(target.parent)
+
+
+def _check_unchanged(target: Path, expected: bytes | None, path: Path) -> None:
+    if expected is not None and target.read_bytes() != expected:
+        raise OSError(0, "file changed while it was being fixed", str(path))
+
+
+def _copy_metadata(info: os.stat_result, source: Path, temporary: str) -> None:
+    """Give ``temporary`` the mode, owner, group and extended attributes of ``source``.
+    Changing the owner needs privileges: without them the file is the writer's, as an
+    editor's save would make it."""
+    if (info.st_uid, info.st_gid) != (os.geteuid(), os.getegid()):
+        with suppress(OSError, AttributeError):
+            os.chown(temporary, info.st_uid, info.st_gid)
+    os.chmod(temporary, stat.S_IMODE(info.st_mode))  # after chown, which may clear set-id bits
+    listxattr = getattr(os, "listxattr", None)
+    if listxattr is None:
+        return
+    try:
+        names = listxattr(source)
+    except OSError:
+        return
+    for name in names:
+        with suppress(OSError):
+            os.setxattr(temporary, name, os.getxattr(source, name))
+
+
+def _rewrite_in_place(target: Path, data: bytes, expected: bytes | None, path: Path) -> None:
+    """Overwrite a hard-linked file through its own inode (a rename would split the links),
+    checking under the open handle that it still holds what was read."""
+    with open(target, "r+b") as handle:
+        if expected is not None and handle.read() != expected:
+            raise OSError(0, "file changed while it was being fixed", str(path))
+        handle.seek(0)
+        handle.write(data)
+        handle.truncate()
+        handle.flush()
+        os.fsync(handle.fileno())
+
+
+def _remove_stale_temporaries(target: Path) -> None:
+    """Remove the temporaries of ``target`` left by writers that are gone (a killed run):
+    their names carry the writing process's id."""
+    prefix = f".{target.name}."
+    with suppress(OSError):
+        for entry in os.scandir(target.parent):
+            name = entry.name
+            if not (name.startswith(prefix) and name.endswith(TEMPORARY_SUFFIX)):
+                continue
+            pid = name[len(prefix):].split(".", 1)[0]
+            if pid.isdigit() and not _alive(int(pid)):
+                with suppress(OSError):
+                    os.unlink(entry.path)
+
+
+def _alive(pid: int) -> bool:
+    if pid == os.getpid():
+        return True
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except OSError:
+        return True  # another user's process
+    return True
 
 
 def _sync_folder(folder: Path) -> None:

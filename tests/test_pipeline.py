@@ -39,11 +39,13 @@ def _check(*args: str, input: str | None = None):
 
 def test_fix_leaves_alone_a_file_that_check_skips_for_its_size(project: Path) -> None:
     size = len(BAD.encode())
+    gl000 = f"bad.py:1:1: GL000 not analysed: {size} bytes is over the 100-byte limit (--max-file-size 0 checks it)"
     checked = _check("--max-file-size", "100", ".")
-    assert (checked.exit_code, checked.stderr) == (0, SKIP_NOTICE.format(size=size))
+    assert (checked.exit_code, checked.stderr) == (1, SKIP_NOTICE.format(size=size))
+    assert checked.stdout.splitlines()[0] == gl000
     fixed = _check("--fix", "--max-file-size", "100", ".")
-    assert (fixed.exit_code, fixed.stderr) == (0, SKIP_NOTICE.format(size=size))
-    assert fixed.stdout == "All checks passed! (0 files checked)\n"
+    assert (fixed.exit_code, fixed.stderr) == (1, SKIP_NOTICE.format(size=size))
+    assert fixed.stdout.splitlines()[0] == gl000
     assert (project / "bad.py").read_text() == BAD
     assert _check("--fix", ".").exit_code == 1 and (project / "bad.py").read_text() != BAD  # without the limit
 
@@ -65,10 +67,12 @@ def test_add_noqa_leaves_alone_a_file_over_the_size_limit(project: Path) -> None
 def test_stdin_over_the_size_limit_is_skipped(project: Path, fix: bool) -> None:
     result = _check("--max-file-size", "100", "--stdin-filename", "bad.py", *(["--fix"] if fix else []), "-",
                     input=BAD)
-    assert result.exit_code == 0
-    assert result.stdout == (BAD if fix else "All checks passed! (0 files checked)\n")
-    assert result.stderr == SKIP_NOTICE.format(size=len(BAD.encode())) + (
-        "All checks passed! (0 files checked)\n" if fix else "")
+    size = len(BAD.encode())
+    report = (f"bad.py:1:1: GL000 not analysed: {size} bytes is over the 100-byte limit (--max-file-size 0 checks it)\n"
+              "Found 1 problem in 1 file.\n")
+    assert result.exit_code == 1
+    assert result.stdout == (BAD if fix else report)
+    assert result.stderr == SKIP_NOTICE.format(size=size) + (report if fix else "")
 
 
 # -- the time budget ------------------------------------------------------------------------

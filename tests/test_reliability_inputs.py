@@ -259,7 +259,9 @@ def test_a_10_mb_file_is_skipped_with_a_notice_or_checked_without_limit(project:
     size = (project / "huge.py").stat().st_size
     assert size > 10_000_000
     status, lines, stderr = _lines("huge.py", "bad.py")
-    assert (status, len(lines)) == (1, 2)
+    assert (status, len(lines)) == (1, 3)
+    assert lines[-1] == (f"huge.py:1:1: GL000 not analysed: {size} bytes is over the 1048576-byte limit "
+                         "(--max-file-size 0 checks it)")
     assert stderr == (f"gradlint: notice: skipped huge.py: {size} bytes is over the 1048576-byte limit "
                       "(--max-file-size 0 checks it)\n")
     status, lines, stderr = _lines("huge.py", "--max-file-size", "0")
@@ -293,7 +295,9 @@ def test_a_runaway_analysis_becomes_a_notice_and_the_run_goes_on(project: Path,
     (project / "runaway.py").write_text(BAD)
     _spin_on_runaway(monkeypatch)
     status, lines, stderr = _lines(".", "--timeout", "1")
-    assert (status, [line.split(" ")[0] for line in lines]) == (1, ["bad.py:12:13:", "bad.py:13:13:"])
+    assert (status, [line.split(" ")[0] for line in lines]) == (1, ["bad.py:12:13:", "bad.py:13:13:", "runaway.py:1:1:"])
+    assert lines[-1] == ("runaway.py:1:1: GL000 not analysed: its analysis took more than 1 CPU seconds "
+                         "(--timeout 0 removes the limit)")
     assert stderr == ("gradlint: notice: gave up on runaway.py: its analysis took more than 1 CPU seconds "
                       "(--timeout 0 removes the limit)\n")
     assert signal.getsignal(signal.SIGVTALRM) == signal.SIG_DFL
@@ -305,22 +309,28 @@ def test_a_runaway_fix_leaves_the_file_alone(project: Path, monkeypatch: pytest.
     _spin_on_runaway(monkeypatch)
     result = gradlint("check", "--no-cache", "--isolated", "--format", "concise", "--fix", "--timeout", "1", ".")
     assert result.exit_code == 1  # bad.py: GL101 fixed, GL104 (an unsafe fix) remains
-    assert [line.split(" ")[0] for line in result.stdout.splitlines() if ": GL" in line] == ["bad.py:12:13:"]
+    assert [line.split(" ")[0] for line in result.stdout.splitlines() if ": GL" in line] == [
+        "bad.py:12:13:", "runaway.py:1:1:"]
     assert result.stderr == "gradlint: warning: runaway.py: not fixed: the analysis took more than 1 CPU seconds\n"
     assert (project / "runaway.py").read_text() == BAD
     assert (project / "bad.py").read_text() != BAD
 
 
 @pytest.mark.parametrize("fix", [False, True])
-def test_a_runaway_analysis_of_stdin_is_a_notice_and_the_text_comes_back(monkeypatch: pytest.MonkeyPatch,
+def test_a_runaway_analysis_of_stdin_is_a_gl000_and_the_text_comes_back(monkeypatch: pytest.MonkeyPatch,
                                                                         fix: bool) -> None:
     _spin_on_runaway(monkeypatch)
     args = ["check", "--isolated", "--timeout", "1", "--stdin-filename", "runaway.py", *(["--fix"] if fix else []), "-"]
     result = gradlint(*args, input=BAD)
-    assert result.exit_code == 0
-    assert result.stdout == (BAD if fix else "")
-    assert result.stderr == ("gradlint: notice: gave up on runaway.py: its analysis took more than 1 CPU seconds "
-                             "(--timeout 0 removes the limit)\n")
+    notice = ("gradlint: notice: gave up on runaway.py: its analysis took more than 1 CPU seconds "
+              "(--timeout 0 removes the limit)\n")
+    report = result.stderr.removeprefix(notice) if fix else result.stdout
+    assert result.exit_code == 1
+    assert result.stderr.startswith(notice) and (fix or result.stderr == notice)
+    assert report.splitlines()[0] == ("runaway.py:1:1: GL000 not analysed: its analysis took more than 1 CPU seconds "
+                                      "(--timeout 0 removes the limit)")
+    if fix:
+        assert result.stdout == BAD
 
 
 def test_the_pool_gives_up_on_a_runaway_file_too(tmp_path: Path) -> None:
@@ -336,7 +346,7 @@ def test_the_pool_gives_up_on_a_runaway_file_too(tmp_path: Path) -> None:
                           text=True, timeout=300, check=False)
     assert done.returncode == 1
     assert [line.split(" ")[0] for line in done.stdout.splitlines() if ": GL" in line] == [
-        "bad.py:12:13:", "bad.py:13:13:", "other.py:12:13:", "other.py:13:13:"]
+        "bad.py:12:13:", "bad.py:13:13:", "other.py:12:13:", "other.py:13:13:", "runaway.py:1:1:"]
     assert done.stderr == ("gradlint: notice: gave up on runaway.py: its analysis took more than 1 CPU seconds "
                            "(--timeout 0 removes the limit)\n")
 

@@ -233,3 +233,43 @@ def test_out_of_range_and_out_of_order_edits_keep_the_document_usable(client: Ra
     client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": 9},
                                              "contentChanges": [{"text": LOOP}]})
     _serves(client, uri, 2)
+
+
+def test_a_huge_content_length_costs_one_message_not_the_session(client: RawClient, tmp_path: Path) -> None:
+    """A declared length of 99,999,999,999 bytes is neither allocated nor waited for: the
+    message gets an error with id null, the body's bytes are skipped, the session goes on."""
+    uri = _open(client, tmp_path / "train.py", LOOP)
+    client.raw(b'Content-Length: 99999999999\r\n\r\n{"jsonrpc": "2.0", "id": 5, "method": "shutdown"}\r\n')
+    assert _error(client.wait(lambda m: "error" in m and m.get("id") is None)) == (None, -32700)
+    _serves(client, uri, 2)
+    assert client.process.poll() is None
+
+
+def test_exit_without_shutdown_ends_with_status_1(tmp_path: Path) -> None:
+    peer = next(_session(tmp_path))
+    peer.notify("exit", None)
+    assert peer.process.wait(timeout=WAIT) == 1
+
+
+def test_requests_after_shutdown_are_invalid_and_exit_then_ends_with_status_0(tmp_path: Path) -> None:
+    peer = next(_session(tmp_path))
+    uri = _open(peer, tmp_path / "train.py", LOOP)
+    assert peer.request(2, "shutdown", None)["result"] is None
+    answer = _hover(peer, 3, uri, 0, 0)
+    assert _error(answer) == (3, -32600)
+    peer.notify("exit", None)
+    assert peer.process.wait(timeout=WAIT) == 0
+
+
+@pytest.mark.parametrize("uri", ["file:///dev/zero", "file:///dev/stdin"])
+def test_a_device_is_never_opened(shared: RawClient, shared_root: Path, uri: str) -> None:
+    for msg_id, method in ((11, "textDocument/hover"), (12, "textDocument/codeAction"), (13, "textDocument/diagnostic")):
+        params: dict[str, Any] = {"textDocument": {"uri": uri}}
+        if method == "textDocument/hover":
+            params["position"] = {"line": 0, "character": 0}
+        if method == "textDocument/codeAction":
+            params["range"] = {"start": {"line": 0, "character": 0}, "end": {"line": 0, "character": 0}}
+            params["context"] = {"diagnostics": []}
+        answer = shared.request(msg_id, method, params)
+        assert "error" in answer or answer["result"] in (None, [])
+    _serves(shared, _open(shared, _document(shared_root), LOOP), 14)

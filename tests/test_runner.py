@@ -87,8 +87,9 @@ def test_a_big_file_is_skipped_with_a_notice(tmp_path: Path, monkeypatch: pytest
     (tmp_path / "good.py").write_text(GOOD)
     result = gradlint("check", ".", "--format", "concise")
     size = big.stat().st_size
-    assert result.exit_code == 0
-    assert result.stdout == "All checks passed! (1 file checked)\n"
+    assert result.exit_code == 1  # a file left unanalysed is a GL000, never a silent pass
+    assert result.stdout.splitlines()[0] == (f"big.py:1:1: GL000 not analysed: {size} bytes is over the "
+                                             f"{DEFAULT_MAX_FILE_SIZE}-byte limit (--max-file-size 0 checks it)")
     assert result.stderr == (f"gradlint: notice: skipped big.py: {size} bytes is over the {DEFAULT_MAX_FILE_SIZE}"
                              "-byte limit (--max-file-size 0 checks it)\n")
 
@@ -108,7 +109,9 @@ def test_a_lower_limit_skips_smaller_files(tmp_path: Path, monkeypatch: pytest.M
     (tmp_path / "bad.py").write_text(BAD)
     result = run([Path("bad.py")], default_settings(), max_file_size=100)
     assert result.skipped == [Skipped("bad.py", len(BAD), 100)]
-    assert result.files_checked == 0 and result.diagnostics == []
+    assert result.files_checked == 0
+    assert [(d.path, d.line, d.code, d.message) for d in result.diagnostics] == [
+        ("bad.py", 1, "GL000", f"not analysed: {len(BAD)} bytes is over the 100-byte limit (--max-file-size 0 checks it)")]
     assert len(run([Path("bad.py")], default_settings(), max_file_size=len(BAD)).diagnostics) == 2
 
 
@@ -125,7 +128,8 @@ def test_the_limit_from_the_configuration(tmp_path: Path, monkeypatch: pytest.Mo
     (tmp_path / "pyproject.toml").write_text("[tool.gradlint]\nmax-file-size = 100\n")
     (tmp_path / "bad.py").write_text(BAD)
     result = gradlint("check", ".", "--format", "concise")
-    assert (result.exit_code, result.stdout) == (0, "All checks passed! (0 files checked)\n")
+    assert (result.exit_code, result.stdout.splitlines()[0]) == (1, f"bad.py:1:1: GL000 not analysed: {len(BAD)} bytes "
+                                                                 "is over the 100-byte limit (--max-file-size 0 checks it)")
     assert result.stderr == (f"gradlint: notice: skipped bad.py: {len(BAD)} bytes is over the 100-byte limit "
                              "(--max-file-size 0 checks it)\n")
     assert gradlint("check", ".", "--max-file-size", "0").exit_code == 1

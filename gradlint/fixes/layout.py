@@ -9,6 +9,8 @@ file's lines of that unit (a nested unit is parsed under an ``if 1:`` header).
 from __future__ import annotations
 
 import re
+import weakref
+from functools import lru_cache
 from weakref import WeakKeyDictionary
 
 import libcst as cst
@@ -39,16 +41,22 @@ class Layout:
     """Lines, parents and statement extents of one unit, in file coordinates."""
 
     def __init__(self, unit: UnitModel) -> None:
-        self.unit = unit
-        visitor = _Parents()
-        unit.module.visit(visitor)
-        self._parents = visitor.parents
-        # numbered as Python numbers lines, like the positions (a lone "\r" ends a line too)
-        self._lines = [line.removesuffix("\n") for line in python_lines(unit.module.code)]
+        # a weak reference: the cache's value must not keep its key (the unit) alive
+        self._unit = weakref.ref(unit)
+        self._parents, self._lines = _module_layout(unit.module)
         first = self._lines[1] if unit.unit.indent > 0 and len(self._lines) > 1 else self._lines[0]
         self.newline = "\r\n" if first.endswith("\r") else "\n"
         # a lone carriage return ends a line for Python but not for file lines split on "\n"
-        self.sound = _LONE_CR.search(unit.module.code) is None
+        # and a unit whose text was changed for libcst (form feeds) is not the file's
+        self.sound = _LONE_CR.search(unit.module.code) is None and not unit.column_shifts
+
+    @property
+    def unit(self) -> UnitModel:
+        """The unit laid out (alive as long as the caller holds it)."""
+        unit = self._unit()
+        if unit is None:
+            raise ReferenceError("the unit of this layout is gone")
+        return unit
 
     def parent(self, node: cst.CSTNode) -> cst.CSTNode | None:
         """The node that directly holds ``node``."""
@@ -102,6 +110,17 @@ class Layout:
     def text(self, first: int, last: int) -> list[str]:
         """File lines ``first`` to ``last`` without line endings."""
         return [self.line(n) for n in range(first, last + 1)]
+
+
+@lru_cache(maxsize=64)
+def _module_layout(module: cst.Module) -> tuple[dict[cst.CSTNode, cst.CSTNode], list[str]]:
+    """The parents of a unit module's nodes and its lines without endings, numbered as Python
+    numbers lines, like the positions (a lone "\\r" ends a line too). Modules are shared by
+    the units parsed from the same text (:mod:`gradlint.model.unit`), so a re-lint derives
+    nothing again; the cache is bounded like the parse cache."""
+    visitor = _Parents()
+    module.visit(visitor)
+    return visitor.parents, [line.removesuffix("\n") for line in python_lines(module.code)]
 
 
 def layout_of(unit: UnitModel) -> Layout:

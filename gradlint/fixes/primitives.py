@@ -40,6 +40,17 @@ def in_region(loop: TrainingLoop, region: Region, event: Event) -> bool:
     return top is not None and index_in(region.block, top) >= region.start
 
 
+def guarded(event: Event) -> bool:
+    """Whether an ``if`` (or a ``try``) lies between ``event`` and its innermost loop: a
+    call that runs only when its own condition holds, which no single move keeps."""
+    for node in reversed(event.ancestors):
+        if isinstance(node, (cst.For, cst.While)):
+            return False
+        if isinstance(node, (cst.If, cst.Else, cst.Try, cst.ExceptHandler, cst.Finally)):
+            return True
+    return False
+
+
 def canonical(loop: TrainingLoop, region: Region, role: Role, moved: Sequence[Event]) -> Spot:
     """Where work of ``role`` goes in ``region`` (unscale, clip, step, scaler update, then
     zero_grad and the scheduler), ignoring the ``moved`` events' current places."""

@@ -24,6 +24,7 @@ from pygls.exceptions import JsonRpcException, JsonRpcInvalidParams, JsonRpcInva
 from pygls.lsp.server import LanguageServer
 from pygls.protocol import LanguageServerProtocol
 from pygls.uris import to_fs_path
+from pygls.workspace import TextDocument
 
 from gradlint import __version__
 from gradlint.config import CONFIG_NAMES
@@ -101,6 +102,10 @@ class GradlintProtocol(LanguageServerProtocol):
         if not hasattr(message, "jsonrpc"):
             error = JsonRpcInvalidRequest("not a JSON-RPC message")
             self._send_data({"jsonrpc": "2.0", "id": None, "error": {"code": error.code, "message": error.message}})
+            return
+        if self._shutdown and getattr(message, "method", "") != types.EXIT and hasattr(message, "id") \
+                and hasattr(message, "method"):  # pygls drops it unanswered; LSP asks for InvalidRequest
+            self._send_response(message.id, error=JsonRpcInvalidRequest("the server is shut down").to_response_error())
             return
         super().handle_message(message)
 
@@ -194,6 +199,13 @@ class GradlintServer(LanguageServer):
         """The outcome's diagnostics as LSP diagnostics of its own snapshot."""
         lines = split_lines(outcome.text)
         return [lsp_diagnostic(d, lines, self.encoding, outcome.version) for d in outcome.diagnostics]
+
+    def open_document(self, uri: str) -> TextDocument:
+        """The open document ``uri``. A request for any other is an error: its file is never
+        read (a device or a FIFO would never end)."""
+        if uri not in self.state.open:
+            raise JsonRpcInvalidParams(f"{uri} is not an open document")
+        return self.workspace.get_text_document(uri)
 
     def snapshot(self, uri: str) -> tuple[int | None, str] | None:
         """Version and text of an open document (None once it is closed)."""
@@ -320,10 +332,10 @@ def build_server() -> GradlintServer:
                    ) -> types.RelatedFullDocumentDiagnosticReport:
         uri = params.text_document.uri
         while True:
-            document = ls.workspace.get_text_document(uri)
+            document = ls.open_document(uri)
             version, text = document.version, document.source
             outcome = await ls.lint(uri, version, text)
-            latest = ls.workspace.get_text_document(uri)
+            latest = ls.open_document(uri)
             if latest.version == version:
                 break
         items = ls.to_lsp(outcome) if outcome else []
@@ -334,7 +346,7 @@ def build_server() -> GradlintServer:
     async def code_action(ls: GradlintServer, params: types.CodeActionParams
                           ) -> list[types.CodeAction] | None:
         uri = params.text_document.uri
-        document = ls.workspace.get_text_document(uri)
+        document = ls.open_document(uri)
         version, text = document.version, document.source
         builder = ActionBuilder(uri, version, text, ls.encoding,
                                 bool(ls._capability("workspace.workspace_edit.document_changes")))
@@ -349,7 +361,7 @@ def build_server() -> GradlintServer:
 
     @server.feature(types.TEXT_DOCUMENT_HOVER)
     async def hover(ls: GradlintServer, params: types.HoverParams) -> types.Hover | None:
-        document = ls.workspace.get_text_document(params.text_document.uri)
+        document = ls.open_document(params.text_document.uri)
         lines = split_lines(document.source)
         position = params.position
         line, column = from_client(lines, Point(position.line, position.character), ls.encoding)
@@ -367,4 +379,8 @@ def build_server() -> GradlintServer:
 def serve() -> None:
     """Run the server on stdin / stdout until the client says exit."""
     logging.basicConfig(level=logging.WARNING, format="gradlint-lsp: %(levelname)s: %(message)s")
-    build_server().start_io(stdin=cast(BinaryIO, ResyncingStdin(sys.stdin.buffer)))  # reads like one
+    server = build_server()
+    server.start_io(stdin=cast(BinaryIO, ResyncingStdin(sys.stdin.buffer)))  # reads like one
+    # pygls swallows the SystemExit of ``exit``: the status LSP asks for (1 without an
+    # earlier shutdown request, also when the client just goes away) is set here
+    sys.exit(0 if server.protocol._shutdown else 1)

@@ -13,6 +13,10 @@ from __future__ import annotations
 from typing import BinaryIO
 
 _HEADER = b"Content-Length:"
+MAX_BODY = 256 * 2**20
+"""A declared body longer than this (256 MiB) is not read: reading it would allocate the
+declared size at once, or wait for bytes that never come. The body's bytes that do follow
+are read as garbage lines and skipped until the next header, like any misframed message."""
 
 
 class ResyncingStdin:
@@ -28,5 +32,9 @@ class ResyncingStdin:
         return line[at:] if at > 0 else line
 
     def read(self, size: int) -> bytes:
-        """The next ``size`` bytes (a message body, taken as it is)."""
+        """The next ``size`` bytes (a message body, taken as it is); for a declared size over
+        :data:`MAX_BODY`, a blank body, answered as unparsable (an empty one would end the
+        session: pygls reads it as the end of the stream)."""
+        if size > MAX_BODY:
+            return b" "
         return self._stream.read(size)

@@ -8,6 +8,7 @@ its original indentation, and so every column, stays as in the file.
 from __future__ import annotations
 
 import ast
+import dataclasses
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
@@ -43,16 +44,15 @@ class UnitModel:
     assignments: dict[str, list[tuple[int, cst.CSTNode]]] = field(default_factory=dict)
     visited: bool = False  # assignments are recorded on the first walk only
     home: Path | None = None  # the module file of a unit read from another module of the project
+    column_shifts: dict[int, int] = field(default_factory=dict)
+    """File line -> characters cut from its start for libcst (see :func:`parse_unit`)."""
 
     def span(self, node: cst.CSTNode) -> Span:
         """The file span of ``node`` (1-based lines and columns, end exclusive)."""
         rng = self.positions[node]
-        return Span(
-            rng.start.line + self.line_offset,
-            rng.start.column + 1,
-            rng.end.line + self.line_offset,
-            rng.end.column + 1,
-        )
+        start, end = rng.start.line + self.line_offset, rng.end.line + self.line_offset
+        shifts = self.column_shifts
+        return Span(start, rng.start.column + 1 + shifts.get(start, 0), end, rng.end.column + 1 + shifts.get(end, 0))
 
     def text_of(self, node: cst.CSTNode) -> str:
         """Source text of ``node`` as written."""
@@ -69,15 +69,37 @@ class UnitModel:
 
 
 def parse_unit(lines: list[str], unit: Unit, facts: ModuleFacts) -> UnitModel:
-    """Parse the unit's lines with libcst and resolve positions for them only."""
-    body = "".join(lines[unit.start_line - 1 : unit.end_line])
+    """Parse the unit's lines with libcst and resolve positions for them only.
+
+    A form feed in a line's leading whitespace resets Python's indentation count; libcst's
+    tokenizer does not, so the whitespace up to the last such form feed is cut for libcst
+    and the cut is added back to that line's columns (the unit's text then differs from
+    the file's, so fixes leave it alone: :attr:`gradlint.fixes.layout.Layout.sound`)."""
+    own = lines[unit.start_line - 1 : unit.end_line]
+    shifts: dict[int, int] = {}
+    if any("\f" in line for line in own):
+        for index, line in enumerate(own):
+            cut = _form_feed_cut(line)
+            if cut:
+                shifts[unit.start_line + index] = cut
+                own[index] = line[cut:]
+        if unit.start_line in shifts:  # ast counts the form feed in the unit's column
+            unit = dataclasses.replace(unit, indent=unit.indent - shifts[unit.start_line])
+    body = "".join(own)
     if not body.endswith("\n"):
         body += "\n"
     nested = unit.indent > 0
     module, root, positions = _parse_segment(_HEADER + body if nested else body, nested)
     offset = unit.start_line - 1 - (1 if nested else 0)
     return UnitModel(unit=unit, module=module, root=root, positions=positions,
-                     line_offset=offset, facts=facts)
+                     line_offset=offset, facts=facts, column_shifts=shifts)
+
+
+def _form_feed_cut(line: str) -> int:
+    """How many leading characters of ``line`` end with its last form feed in the leading
+    whitespace (0: none)."""
+    lead = len(line) - len(line.lstrip(" \t\f"))
+    return line.rfind("\f", 0, lead) + 1
 
 
 @lru_cache(maxsize=64)

@@ -56,15 +56,48 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """),
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        optimizer.step()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((4, "GL102"),), fixed="""\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps, eager):
+    for step, (x, y) in enumerate(loader):
+        (model(x, y) / accum_steps).backward()
+        if eager:
+            optimizer.step()
+        if (step + 1) % accum_steps == 0:
+            optimizer.zero_grad()
+""", ((5, "GL102"),)),
     )
 
 
 def _step_once(loop: TrainingLoop, step: Event) -> Change | None:
-    """Move the step (and a per-micro-batch ``scaler.update()``) to the boundary."""
+    """Move the step (and a per-micro-batch ``scaler.update()``) to the boundary, or remove
+    it when the boundary already steps the same optimizer. A step under a condition of its
+    own inside the micro-batch loop gets no fix (moving it alone would drop its guard)."""
     region = edit.update_region(loop)
-    if region is None:
+    if region is None or edit.guarded(step):
         return None
     updates = [e for e in loop.of(Role.SCALER_UPDATE) if e.place is Place.MICRO]
+    if any(e is not step and e.receiver == step.receiver and edit.in_region(loop, region, e)
+           for e in loop.of(Role.STEP)):
+        if updates:  # the scaler's calls would need the same judgement: say nothing
+            return None
+        return Change(f"Remove {quoted(loop, step)}: the update boundary already steps this optimizer",
+                      edit.remove(loop, step))
     moved = sorted([step, *updates], key=lambda e: e.order)
     return Change(f"Move {quoted(loop, step)} to the update boundary",
                   edit.move(loop, moved, edit.canonical(loop, region, Role.STEP, moved)))
