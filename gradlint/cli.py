@@ -319,7 +319,8 @@ class _CheckJob:
                 if not is_folder(target):
                     continue
                 prefix = os.path.join(os.path.normpath(os.path.abspath(target)), "")
-                if not any(f.startswith(prefix) for f in found):
+                explained = any(line.startswith(f"{target}: ") for line in skipped)  # excluded, said already
+                if not explained and not any(f.startswith(prefix) for f in found):
                     click.echo(f"gradlint: warning: No Python files found under {target}", err=True)
         return files
 

@@ -74,9 +74,9 @@ def test_a_named_folder_whose_files_gitignore_skips_is_a_warning(project: Path) 
                              "(.gitignore or exclude patterns)\n")
 
 
-def test_a_folder_without_python_files_is_no_warning(project: Path) -> None:
+def test_a_folder_without_python_files_is_one_warning(project: Path) -> None:
     (project / "empty" / ".git").mkdir(parents=True)
-    assert _check("empty").stderr == ""
+    assert _check("empty").stderr == "gradlint: warning: No Python files found under empty\n"
 
 
 def test_an_unreadable_folder_is_skipped_with_a_warning(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
