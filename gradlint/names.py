@@ -7,6 +7,7 @@ metadata: the same answers for the names training loops use, at a fraction of th
 
 from __future__ import annotations
 
+import ast
 import re
 from enum import Enum
 
@@ -120,3 +121,15 @@ def counts_updates(dotted: str) -> bool:
     ``self.iteration``), not of micro-batches, samples or tokens (``micro_step``, ``seen``)."""
     last = dotted.rsplit(".", 1)[-1]
     return bool(_UPDATE_COUNTER.search(last)) and not _MICRO_COUNTER.search(last)
+
+
+def dotted_name(node: ast.AST) -> str | None:
+    """``a.b.c`` for a Name/Attribute chain, else None."""
+    parts: list[str] = []
+    while isinstance(node, ast.Attribute):
+        parts.append(node.attr)
+        node = node.value
+    if isinstance(node, ast.Name):
+        parts.append(node.id)
+        return ".".join(reversed(parts))
+    return None

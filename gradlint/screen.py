@@ -13,7 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gradlint.names import Kind, build_alias_table, constructor_kind, kind_by_name, resolve
+from gradlint.names import Kind, build_alias_table, constructor_kind, dotted_name, kind_by_name, resolve
 from gradlint.source import parse_python
 
 _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step"})
@@ -99,18 +99,6 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit:
         facts.distributed_loaders = _distributed_loaders(facts, collector.assignments)
     return Screen(tree=tree, facts=facts, units=collector.units, other_units=collector.other_units,
                   callers=collector.waiting)
-
-
-def dotted_name(node: ast.AST) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _is_training_call(node: ast.AST) -> bool:

@@ -14,9 +14,9 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gradlint.names import Kind, constructor_kind
+from gradlint.names import Kind, constructor_kind, dotted_name
 from gradlint.project.index import ProjectIndex
-from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols, dotted_name
+from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols
 
 _MAX_DEPTH = 8
 """How many project calls deep a returned object's kind is traced."""

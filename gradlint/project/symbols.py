@@ -12,6 +12,7 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
+from gradlint.names import dotted_name
 from gradlint.project.layout import module_file, search_bases, within
 
 
@@ -95,18 +96,6 @@ def _bind(table: dict, name: str, value: object, clashes: set[str]) -> None:
 
 def _definition(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, path: Path, qualname: str) -> Definition:
     return Definition(path, qualname, node.lineno, node.end_lineno or node.lineno)
-
-
-def dotted_name(node: ast.expr) -> str | None:
-    """``a.b.c`` for a Name/Attribute chain, else None."""
-    parts: list[str] = []
-    while isinstance(node, ast.Attribute):
-        parts.append(node.attr)
-        node = node.value
-    if isinstance(node, ast.Name):
-        parts.append(node.id)
-        return ".".join(reversed(parts))
-    return None
 
 
 def _import_targets(node: ast.Import | ast.ImportFrom, path: Path, root: Path) -> list[tuple[str, Target]]:
