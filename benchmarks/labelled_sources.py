@@ -117,4 +117,5 @@ def lint_text(root: Path, path: str, text: str, select: str | None = None) -> li
         settings = settings_for(root / path, isolated=True, overrides=overrides)
     except SettingsError as exc:
         raise SourceError(f"{root.name}/{path}: {exc}") from None
-    return [Finding(d.path, d.line, d.code, d.message) for d in lint_source(text, path, settings)]
+    # the absolute path places the text in its package's project (imports, project root), not in this checkout
+    return [Finding(path, d.line, d.code, d.message) for d in lint_source(text, str(root / path), settings)]

@@ -158,8 +158,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     """Command line entry point."""
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common(parser)
-    parser.add_argument("--jobs", "-j", type=int, default=os.cpu_count() or 1,
-                        help="gradlint runs at a time (default: the number of CPUs)")
+    parser.add_argument("--jobs", "-j", type=int, default=1,
+                        help="mutants linted at a time (default 1: the analysis is in process, and its project index is not shared across threads)")
     args = parser.parse_args(argv)
     try:
         roots = resolve(load_labels(args.labels_dir, args.only), args.source_dir)
