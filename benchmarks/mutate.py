@@ -15,7 +15,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 from collections import defaultdict
 from collections.abc import Sequence
@@ -159,7 +158,7 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     add_common(parser)
     parser.add_argument("--jobs", "-j", type=int, default=1,
-                        help="mutants linted at a time (default 1: the analysis is in process, and its project index is not shared across threads)")
+                        help="mutants linted at a time (default 1: the in-process project index is not thread-safe)")
     args = parser.parse_args(argv)
     try:
         roots = resolve(load_labels(args.labels_dir, args.only), args.source_dir)
