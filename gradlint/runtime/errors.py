@@ -30,25 +30,21 @@ class Finding:
         return f"{self.site}: {self.code} {self.message}"
 
 
-class TrainingLoopError(RuntimeError):
+class _Reported(Exception):
+    """What an error and a warning of ``watch`` both carry: the finding and its parts."""
+
+    def __init__(self, finding: Finding) -> None:
+        super().__init__(str(finding))
+        self.finding = finding
+        self.code = finding.code
+        self.check = finding.check
+        self.filename = finding.site.filename
+        self.lineno = finding.site.lineno
+
+
+class TrainingLoopError(_Reported, RuntimeError):
     """Raised by ``watch(..., on_violation="raise")``; ``.code`` is the GL code, ``.filename`` / ``.lineno`` the call."""
 
-    def __init__(self, finding: Finding) -> None:
-        super().__init__(str(finding))
-        self.finding = finding
-        self.code = finding.code
-        self.check = finding.check
-        self.filename = finding.site.filename
-        self.lineno = finding.site.lineno
 
-
-class TrainingLoopWarning(UserWarning):
+class TrainingLoopWarning(_Reported, UserWarning):
     """Issued by ``watch(..., on_violation="warn")`` (and for policy findings in either mode); carries ``.code``."""
-
-    def __init__(self, finding: Finding) -> None:
-        super().__init__(str(finding))
-        self.finding = finding
-        self.code = finding.code
-        self.check = finding.check
-        self.filename = finding.site.filename
-        self.lineno = finding.site.lineno
