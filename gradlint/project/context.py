@@ -116,11 +116,14 @@ class ProjectContext:
         ``self.m``) written in module ``path`` (in class ``class_name``) reaches."""
         head, _, rest = dotted.partition(".")
         if head == "self":
-            if class_name is None or not rest or "." in rest:
+            if class_name is None or not rest:
                 return None
             symbols = self.index.symbols(path)
             cls = symbols.classes.get(class_name) if symbols is not None else None
-            return self.index.method(cls, rest) if cls is not None else None
+            owner, _, method = rest.rpartition(".")
+            if cls is not None and owner:  # `self.trainer.step_all()`: a method of a project instance
+                cls = self.kinds.held(cls, owner)
+            return self.index.method(cls, method) if cls is not None else None
         found = self.index.lookup(path, dotted)
         return found if isinstance(found, Definition) else None
 
