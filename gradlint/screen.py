@@ -49,6 +49,9 @@ class ModuleFacts:
     sampler's name (None when it is built inline); every assignment of the name is such a call."""
     wrapped_models: set[str] = field(default_factory=set)  # models returned by `accelerator.prepare` / `fabric.setup`
     disabled_scalers: set[str] = field(default_factory=set)  # `GradScaler(enabled=False)`: no state to lose
+    schedules: dict[str, str | None] = field(default_factory=dict)
+    """The optimizer each scheduler was built on (``sched = StepLR(opt, ...)``: ``opt``), as
+    written; None when its assignments name two different optimizers."""
 
     def kind_of(self, dotted: str | None) -> Kind | None:
         """The kind of a receiver, from its bindings first, its name second; none for a name
@@ -326,9 +329,25 @@ def _bind(facts: ModuleFacts, target: ast.expr, value: ast.expr) -> None:
     kind = _value_kind(facts, value)
     if kind is not None:
         facts.bindings.setdefault(name, kind)
+    if kind in (Kind.SCHEDULER, Kind.METRIC_SCHEDULER) and isinstance(value, ast.Call):
+        optimizer = _scheduled_optimizer(facts, value)
+        facts.schedules[name] = optimizer if facts.schedules.get(name, optimizer) == optimizer else None
     if kind is Kind.SCALER and isinstance(value, ast.Call) and any(
             k.arg == "enabled" and isinstance(k.value, ast.Constant) and k.value.value is False for k in value.keywords):
         facts.disabled_scalers.add(name)
+
+
+def _scheduled_optimizer(facts: ModuleFacts, call: ast.Call) -> str | None:
+    """The optimizer a scheduler's constructor is given: its ``optimizer=`` keyword, else its
+    first positional argument of optimizer kind (``get_scheduler("linear", opt, ...)``)."""
+    keyword = next((k.value for k in call.keywords if k.arg == "optimizer"), None)
+    if keyword is not None:
+        return dotted_name(keyword)
+    for arg in call.args:
+        name = dotted_name(arg)
+        if name is not None and facts.kind_of(name) is Kind.OPTIMIZER:
+            return name
+    return None
 
 
 def _value_kind(facts: ModuleFacts, value: ast.expr) -> Kind | None:

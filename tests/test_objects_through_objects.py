@@ -76,8 +76,8 @@ def test_an_attribute_of_a_local_project_instance_has_its_class_kind(tmp_path: P
 def test_the_class_kind_wins_over_the_attribute_name(tmp_path: Path) -> None:
     """``self.holder.optimizer`` is named like an optimizer but ``Holder`` assigns it a scheduler:
     its ``step()`` is no optimizer step (and no GL102)."""
-    text = THROUGH_SELF.format(attr="optimizer").replace(
-        "                self.holder.g.zero_grad()", "                self.holder.g.step()\n                self.holder.g.zero_grad()")
+    zero = "                self.holder.g.zero_grad()"
+    text = THROUGH_SELF.format(attr="optimizer").replace(zero, "                self.holder.g.step()\n" + zero)
     assert _lint(tmp_path, text) == {("GL104", 17)}
 
 

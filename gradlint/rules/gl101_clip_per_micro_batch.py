@@ -9,7 +9,15 @@ from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Place, Role, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import call_text, per_micro_batch, quoted, scaler_unscale, sole_step, step_text, steps_of
+from gradlint.rules.readers import (
+    call_text,
+    paired_step_text,
+    per_micro_batch,
+    quoted,
+    scaler_unscale,
+    sole_step,
+    steps_of,
+)
 
 
 class ClipPerMicroBatch(Rule):
@@ -18,7 +26,7 @@ class ClipPerMicroBatch(Rule):
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.CLIP):
             where = ("under `if accelerator.sync_gradients:`" if loop.in_accumulate(event)
-                     else f"at the update boundary, just before {step_text(loop)}")
+                     else f"at the update boundary, just before {paired_step_text(loop, event, 'the optimizer step')}")
             yield Finding(event.span, f"{call_text(loop, event)} runs on every micro-batch of this "
                           f"accumulation window; clip once on the accumulated gradient, {where}",
                           self.fix(_clip_once, loop, event))

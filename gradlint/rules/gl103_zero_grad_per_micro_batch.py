@@ -12,7 +12,16 @@ from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import backward_before, call_text, per_micro_batch, quoted, sole_step, step_text, steps_of
+from gradlint.rules.readers import (
+    OWN_STEP,
+    backward_before,
+    call_text,
+    paired_step_text,
+    per_micro_batch,
+    quoted,
+    sole_step,
+    steps_of,
+)
 
 _GRAD_READ = re.compile(r"\.grad\b(?!\s*=[^=])")
 
@@ -26,7 +35,7 @@ class ZeroGradPerMicroBatch(Rule):
                 continue
             yield Finding(event.span, f"{call_text(loop, event)} runs between backward calls of one "
                           "accumulation window and wipes the gradients accumulated so far; zero once per "
-                          f"update, right after {step_text(loop)}",
+                          f"update, right after {paired_step_text(loop, event, OWN_STEP)}",
                           self.fix(_zero_once, loop, event))
 
     VALID = (

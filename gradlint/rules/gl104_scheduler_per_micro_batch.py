@@ -8,7 +8,15 @@ from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import call_text, per_micro_batch, quoted, step_text, steps_of, unprepared_scheduler
+from gradlint.rules.readers import (
+    OWN_STEP,
+    call_text,
+    paired_step_text,
+    per_micro_batch,
+    quoted,
+    steps_of,
+    unprepared_scheduler,
+)
 
 
 class SchedulerPerMicroBatch(Rule):
@@ -26,7 +34,7 @@ class SchedulerPerMicroBatch(Rule):
                 continue
             yield Finding(event.span, f"{call_text(loop, event)} advances the LR schedule on every "
                           "micro-batch (warmup and decay run N times too fast); step it once per update, "
-                          f"right after {step_text(loop)}",
+                          f"right after {paired_step_text(loop, event, OWN_STEP)}",
                           self.fix(_schedule_once, loop, event))
 
     VALID = (

@@ -8,7 +8,7 @@ from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import call_text, quoted, sole_step, update_steps
+from gradlint.rules.readers import OWN_STEP, call_text, quoted, scheduled_optimizer, sole_step, update_steps
 
 
 class SchedulerBeforeOptimizer(Rule):
@@ -16,15 +16,21 @@ class SchedulerBeforeOptimizer(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for sched in loop.of(Role.SCHEDULER_STEP):
-            if sched.metric or _follows_a_step(loop, sched):
+            if sched.metric:
                 continue
-            later = [s for s in update_steps(loop) if s.place is sched.place and loop.flows(sched, s)
+            optimizer = scheduled_optimizer(loop, sched)  # its own optimizer's steps only, when known
+            steps = [s for s in update_steps(loop) if optimizer is None or s.target == optimizer]
+            if _follows_a_step(loop, sched, steps):
+                continue
+            later = [s for s in steps if s.place is sched.place and loop.flows(sched, s)
                      and not any(sched.order < b.order < s.order for b in loop.of(Role.BACKWARD))]
-            if later:
-                step = call_text(loop, later[0])
-                yield Finding(sched.span, f"{call_text(loop, sched)} runs before {step} in the same update, so "
-                              f"the first learning-rate value of the schedule is skipped; call it after {step}",
-                              self.fix(_schedule_after_step, loop, sched))
+            if not later:
+                continue
+            named = list(dict.fromkeys(call_text(loop, s) for s in later))
+            step = named[0] if len({s.target for s in later}) == 1 else None
+            yield Finding(sched.span, f"{call_text(loop, sched)} runs before {' and '.join(named)} in the same "
+                          "update, so the first learning-rate value of the schedule is skipped; call it after "
+                          f"{step or OWN_STEP}", self.fix(_schedule_after_step, loop, sched))
 
     VALID = (
         """\
@@ -66,14 +72,13 @@ def train(model, loader, optimizer, scheduler):
     )
 
 
-def _follows_a_step(loop: TrainingLoop, sched: Event) -> bool:
-    """With several optimizers, a scheduler stepped right after one of them
-    (``opt_a.step(); sched_a.step(); opt_b.step()``) follows its own optimizer: the model
-    cannot tell which optimizer a scheduler drives, so a step before it in the same update
-    is enough."""
+def _follows_a_step(loop: TrainingLoop, sched: Event, steps: list[Event]) -> bool:
+    """Whether one of ``steps`` runs before the scheduler in the same update. With several
+    optimizers and a scheduler whose optimizer is unknown (``opt_a.step(); sched_a.step();
+    opt_b.step()``), any step before it is enough: it may follow its own optimizer."""
     return any(s.place is sched.place and loop.flows(s, sched)
                and not any(s.order < b.order < sched.order for b in loop.of(Role.BACKWARD))
-               for s in update_steps(loop))
+               for s in steps)
 
 
 def _schedule_after_step(loop: TrainingLoop, scheduler: Event) -> Change | None:

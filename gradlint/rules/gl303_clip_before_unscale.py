@@ -27,9 +27,11 @@ class ClipBeforeUnscale(Rule):
                     continue
                 if any(loop.flows(backward, u) and loop.flows(u, clip) for u in unscaling):
                     continue  # unscale_(), or scaler.step() which unscales (a clip after it is GL301's)
+                step = next((s for s in unscaling if s.role is Role.STEP and loop.flows(clip, s)), None)
+                unscale = scaler_unscale(loop, step) if step is not None else None
                 yield Finding(clip.span, f"{call_text(loop, clip)} clips gradients that the GradScaler still "
                               "multiplies by the loss scale, so the threshold means nothing; call "
-                              "scaler.unscale_(optimizer) first, in the same update",
+                              f"{unscale or 'scaler.unscale_(optimizer)'} first, in the same update",
                               self.fix(_unscale_first, loop, clip))
                 break
 

@@ -11,6 +11,9 @@ from gradlint.names import Kind
 
 _WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm"})
 
+OWN_STEP = "its optimizer's step"
+"""How a message names the step an event goes with when the loop does not tell which it is."""
+
 
 def call_text(loop: TrainingLoop, event: Event) -> str:
     """How the user wrote the call, for messages: ``optimizer.step()``."""
@@ -23,12 +26,6 @@ def call_text(loop: TrainingLoop, event: Event) -> str:
 def quoted(loop: TrainingLoop, event: Event) -> str:
     """The call as written, in backticks, for fix messages."""
     return f"`{call_text(loop, event)}`"
-
-
-def step_text(loop: TrainingLoop) -> str:
-    """The loop's optimizer step as written, or a generic name."""
-    steps = steps_of(loop)
-    return call_text(loop, steps[0]) if steps else "optimizer.step()"
 
 
 def steps_of(loop: TrainingLoop) -> list[Event]:
@@ -45,6 +42,44 @@ def sole_step(loop: TrainingLoop) -> Event | None:
     """The loop's one optimizer step (None with several optimizers or none)."""
     steps = steps_of(loop)
     return steps[0] if len(steps) == 1 else None
+
+
+def paired_step(loop: TrainingLoop, event: Event) -> Event | None:
+    """The optimizer step that ``event`` goes with, paired by receiver: for an optimizer's
+    ``zero_grad`` the step of that optimizer; for a scheduler the step of the optimizer its
+    constructor was given; for anything else (a model's ``zero_grad``, a clip) and for a
+    scheduler of unknown origin, the step of the loop's only optimizer. None when the loop's
+    steps leave it open (several optimizers) or none matches."""
+    steps = update_steps(loop)
+    if event.role is Role.ZERO_GRAD and event.kind is Kind.OPTIMIZER:
+        return next((s for s in steps if s.target == event.receiver), None)
+    optimizer = scheduled_optimizer(loop, event) if event.role is Role.SCHEDULER_STEP else None
+    if optimizer is not None:
+        return next((s for s in steps if s.target == optimizer), None)
+    return steps[0] if steps and len({s.target for s in steps}) == 1 else None
+
+
+def scheduled_optimizer(loop: TrainingLoop, scheduler: Event) -> str | None:
+    """The optimizer (as written) that the scheduler of ``scheduler`` was built on, when the
+    unit's or the module's assignments say (``sched_d = StepLR(opt_d, 10)``)."""
+    name = scheduler.receiver
+    if name is None:
+        return None
+    value = loop.unit.single_value(name)
+    if isinstance(value, cst.Call):
+        keyword = next((a.value for a in value.args if a.keyword is not None and a.keyword.value == "optimizer"), None)
+        positional = [a.value for a in value.args if a.keyword is None and not a.star]
+        for arg in [keyword] if keyword is not None else positional:
+            written = dotted(arg)
+            if written is not None and loop.unit.facts.kind_of(written) is Kind.OPTIMIZER:
+                return written
+    return loop.unit.facts.schedules.get(name)
+
+
+def paired_step_text(loop: TrainingLoop, event: Event, fallback: str) -> str:
+    """The step ``event`` goes with, as written, else ``fallback``."""
+    step = paired_step(loop, event)
+    return call_text(loop, step) if step is not None else fallback
 
 
 def scaler_unscale(loop: TrainingLoop, step: Event | None = None) -> str | None:
