@@ -24,6 +24,7 @@ SHAPES = {
     "nested": "nested micro-batch loop (the update after it)",
     "gated": "counted gate (the update inside the gate)",
     "accelerate": "accelerator.accumulate() (Accelerate owns the boundary)",
+    "framework": "a micro-batch body the framework calls (it owns the boundary)",
 }
 PLACES = {"micro-batch body": "micro", "update boundary": "update", "every iteration": "every"}
 WHEN = {

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gradlint.model.framework_methods import BOUNDARY_WORD, boundary_owned_methods
 from gradlint.names import Kind, build_alias_table, constructor_kind, dotted_name, kind_by_name, resolve
 from gradlint.source import parse_python
 
@@ -49,6 +50,9 @@ class ModuleFacts:
     sampler's name (None when it is built inline); every assignment of the name is such a call."""
     wrapped_models: set[str] = field(default_factory=set)  # models returned by `accelerator.prepare` / `fabric.setup`
     disabled_scalers: set[str] = field(default_factory=set)  # `GradScaler(enabled=False)`: no state to lose
+    boundary_owned: frozenset[tuple[str, str]] = frozenset()
+    """``(class, method)`` of the methods a framework calls per micro-batch, owning the boundary
+    (model/framework_methods.py)."""
     schedules: dict[str, str | None] = field(default_factory=dict)
     """The optimizer each scheduler was built on (``sched = StepLR(opt, ...)``: ``opt``), as
     written; None when its assignments name two different optimizers."""
@@ -98,6 +102,8 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit:
     for target, value in collector.assignments:
         _bind(facts, target, value)
     facts.sets_epoch = "set_epoch" in text
+    if BOUNDARY_WORD in text:
+        facts.boundary_owned = boundary_owned_methods(tree)
     if "DistributedSampler" in text:
         facts.distributed_loaders = _distributed_loaders(facts, collector.assignments)
     return Screen(tree=tree, facts=facts, units=collector.units, other_units=collector.other_units,

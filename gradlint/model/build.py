@@ -43,6 +43,8 @@ def _place(
     gates = find_gates(collector, root, events, bool(accumulate), micro)
     if accumulate:
         shape = Shape.ACCELERATE
+    elif not gates and _boundary_owned(unit, root):
+        shape = Shape.FRAMEWORK
     elif gates and not all(any(_holds(m, g.node, events) for m in micro) for g in gates):
         shape = Shape.GATED
     elif micro:
@@ -73,7 +75,8 @@ def _place(
                         micro_loops=micro, accumulate_blocks=accumulate,
                         iterates_loader=_iterates_loader(unit, root),
                         tail_guarded=_tail_guarded(unit, collector, root, gate_nodes),
-                        per_epoch=_per_epoch(unit, root, events), skips_sync=manages_sync,
+                        per_epoch=_per_epoch(unit, root, events),
+                        skips_sync=manages_sync or shape is Shape.FRAMEWORK,  # the framework syncs at its boundary
                         callees=frozenset(name for name, chain in collector.callees if any(a is root for a in chain)))
     loop.factor = _factor(unit, loop)
     if loop.factor is not None:
@@ -83,6 +86,13 @@ def _place(
     homes = {id(e.unit): e.unit for e in events} | {id(unit): unit}
     loop.cadence_names = cadence_names(collector.ifs, gate_nodes, loop.factor, homes.values())
     return loop
+
+
+def _boundary_owned(unit: UnitModel, root: cst.CSTNode) -> bool:
+    """Whether ``root`` is a method that a framework calls once per micro-batch and whose update
+    boundary it owns (an HF ``Trainer`` subclass's ``training_step``)."""
+    own = unit.unit
+    return root is unit.root and own.class_name is not None and (own.class_name, own.name) in unit.facts.boundary_owned
 
 
 def _without_accumulation(unit: UnitModel, event: Event, root: cst.CSTNode, factor: cst.BaseExpression) -> bool:

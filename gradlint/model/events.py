@@ -57,6 +57,7 @@ class Shape(str, Enum):
     NESTED = "nested"  # an inner micro-batch loop, update after it
     GATED = "gated"  # a counted or flagged gate inside a flat loop
     ACCELERATE = "accelerate"  # `with accelerator.accumulate(model):`
+    FRAMEWORK = "framework"  # a method the framework calls per micro-batch, owning the boundary (HF Trainer)
 
 
 @dataclass(frozen=True)

@@ -7,6 +7,7 @@ from dataclasses import dataclass, replace
 
 import libcst as cst
 
+from gradlint.model.framework_methods import FINAL_CALLS, GATE_CALLS
 from gradlint.model.syntax import dotted, names_in
 
 _FINAL_WORDS = ("len(", "last", "final", "steps_per_epoch", "num_batches", "epoch_end", "max_steps", "total_steps")
@@ -42,6 +43,8 @@ def read_gate(
         return _read_bool(expr, lookup, counters, code, depth)
     if isinstance(expr, cst.Comparison):
         return _read_comparison(expr, counters)
+    if isinstance(expr, cst.Call):
+        return _read_gate_call(expr)
     modulo = _modulo(expr)
     if modulo is not None:  # `if (i + 1) % N:` is true while accumulating
         counter, modulus, plus_one = modulo
@@ -104,11 +107,27 @@ def _read_bool(
     return first
 
 
+def _read_gate_call(call: cst.Call) -> GateTest | None:
+    """A runner hook's gate helper (``self.every_n_iters(runner, k)``, see
+    :data:`~gradlint.model.framework_methods.GATE_CALLS`): true at an update, offset by one."""
+    name = dotted(call.func)
+    helper = GATE_CALLS.get(name.rsplit(".", 1)[-1]) if name else None
+    args = [a.value for a in call.args if a.keyword is None and not a.star]
+    if helper is None or len(args) <= helper.modulus:
+        return None
+    owner = dotted(args[0])
+    return GateTest(True, f"{owner}.{helper.counter}" if owner else None, args[helper.modulus], offset_one=True)
+
+
 def _ends_epoch(expr: cst.BaseExpression, counter: str | None, lookup: Lookup, code: Code, depth: int) -> bool:
-    """A final-window test: it names the end (``len(loader)``, ``is_last``), or compares the
-    gate's own counter with something (``step + 1 == n_batches``)."""
+    """A final-window test: it names the end (``len(loader)``, ``is_last``, a hook's
+    ``self.end_of_epoch(runner)``), or compares the gate's own counter with something
+    (``step + 1 == n_batches``)."""
     if is_final_condition(expr, code):
         return True
+    if isinstance(expr, cst.Call):
+        name = dotted(expr.func)
+        return name is not None and name.rsplit(".", 1)[-1] in FINAL_CALLS
     if isinstance(expr, cst.UnaryOperation):
         return _ends_epoch(expr.expression, counter, lookup, code, depth)
     if isinstance(expr, cst.Comparison):

@@ -17,8 +17,8 @@ class MissingZeroGrad(Rule):
         steps = update_steps(loop)
         if not steps or engine_loop(loop) or not loop.of(Role.BACKWARD) or loop.of(Role.ZERO_GRAD):
             return
-        if loop.shape is Shape.PLAIN and loop.root is loop.unit.root:
-            return  # a per-batch function: the caller may zero the gradients
+        if loop.shape in (Shape.PLAIN, Shape.FRAMEWORK) and loop.root is loop.unit.root:
+            return  # a per-batch function: the caller (or the framework) may zero the gradients
         if loop.calls_zeroing:
             return
         if any(name is not None and loop.reassigns(name) for s in steps for name in (s.receiver, s.target)):
