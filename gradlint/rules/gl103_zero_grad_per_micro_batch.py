@@ -33,9 +33,10 @@ class ZeroGradPerMicroBatch(Rule):
         for event in per_micro_batch(loop, Role.ZERO_GRAD):
             if loop.accelerate_skips(event) or _drops_window(loop, event) or _reads_gradients_first(loop, event):
                 continue
+            after = paired_step_text(loop, event, OWN_STEP if event.kind is Kind.OPTIMIZER else "the optimizer step")
             yield Finding(event.span, f"{call_text(loop, event)} runs between backward calls of one "
                           "accumulation window and wipes the gradients accumulated so far; zero once per "
-                          f"update, right after {paired_step_text(loop, event, OWN_STEP)}",
+                          f"update, right after {after}",
                           self.fix(_zero_once, loop, event))
 
     VALID = (
