@@ -49,6 +49,12 @@ def test_boundary_owned_methods_are_the_trainer_subclasses_hooks() -> None:
     assert boundary_owned_methods(ast.parse(TRAINERS)) == {("Base", "compute_loss"), ("Custom", "training_step")}
 
 
+def test_a_trainer_with_a_loop_of_its_own_owns_no_boundary() -> None:
+    """Overriding ``train`` (or ``_inner_training_loop``) replaces the loop that calls the hooks."""
+    text = TRAINERS.replace("    def evaluate(self):", "    def _inner_training_loop(self, *args):")
+    assert boundary_owned_methods(ast.parse(text)) == {("Base", "compute_loss")}
+
+
 def test_a_trainer_override_is_a_micro_batch_body(tmp_path: Path) -> None:
     path = tmp_path / "t.py"
     path.write_text(TRAINERS, encoding="utf-8")

@@ -33,6 +33,10 @@ BOUNDARY_OWNED = frozenset({"training_step", "compute_loss"})
 """Methods of a Hugging Face ``Trainer`` subclass (``HF_TRAINER_BASES``) that the Trainer calls
 once per micro-batch while it owns the update boundary."""
 
+OWN_LOOP = frozenset({"train", "_inner_training_loop"})
+"""Trainer methods that hold its loop: a subclass overriding one runs a loop of its own, and its
+hooks are no longer known to be called once per micro-batch of the Trainer's windows."""
+
 BOUNDARY_WORD = "Trainer"
 """A module without this word subclasses no Trainer (the screen's text test)."""
 
@@ -58,9 +62,18 @@ FINAL_CALLS = frozenset({"is_last_iter", "is_last_train_iter", "is_last_inner_it
 
 def boundary_owned_methods(tree: ast.Module) -> frozenset[tuple[str, str]]:
     """``(class, method)`` for each :data:`BOUNDARY_OWNED` method of ``tree`` written in a
-    ``Trainer`` subclass (directly or through classes of the module)."""
+    ``Trainer`` subclass (directly or through classes of the module) that keeps the Trainer's
+    loop (no :data:`OWN_LOOP` override in its lineage)."""
     aliases = _aliases(tree)
     classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
-    return frozenset((cls.name, item.name) for cls in classes.values()
-                     if _trainer_lineage(cls, classes, aliases) is not None for item in cls.body
-                     if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name in BOUNDARY_OWNED)
+    found: set[tuple[str, str]] = set()
+    for cls in classes.values():
+        lineage = _trainer_lineage(cls, classes, aliases)
+        if lineage is None or any(_methods(c) & OWN_LOOP for c in lineage):
+            continue
+        found |= {(cls.name, name) for name in _methods(cls) & BOUNDARY_OWNED}
+    return frozenset(found)
+
+
+def _methods(cls: ast.ClassDef) -> set[str]:
+    return {item.name for item in cls.body if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
