@@ -87,3 +87,26 @@ def test_the_end_of_the_run_or_epoch_is_a_final_branch() -> None:
 def test_other_calls_are_no_gate() -> None:
     assert _reading("self.should_step(runner, 4)") is None
     assert _reading("self.every_n_iters(runner)") is None
+
+
+CHUNKED = """\
+from transformers import Trainer
+
+
+class Chunked(Trainer):
+    def training_step(self, model, inputs, num_items_in_batch=None):
+        for chunk in inputs["chunks"]:
+            (model(chunk).loss / len(inputs["chunks"])).backward()
+        self.optimizer.step()
+        self.optimizer.zero_grad()
+"""
+
+
+def test_an_override_with_a_micro_batch_loop_of_its_own_is_read_as_that_loop(tmp_path: Path) -> None:
+    """Trap: the override accumulates over its own chunks and steps after them (a nested loop,
+    the update after it), not once per chunk."""
+    path = tmp_path / "t.py"
+    path.write_text(CHUNKED, encoding="utf-8")
+    assert lint_source(CHUNKED, str(path), default_settings()) == []
+    shown = render_text(str(path), CHUNKED, explain_source(CHUNKED, str(path), default_settings()))
+    assert "Chunked.training_step(): nested micro-batch loop (the update after it)" in shown

@@ -43,7 +43,7 @@ def _place(
     gates = find_gates(collector, root, events, bool(accumulate), micro)
     if accumulate:
         shape = Shape.ACCELERATE
-    elif not gates and _boundary_owned(unit, root):
+    elif not gates and not micro and _boundary_owned(unit, root):  # a micro-batch loop of its own: its window
         shape = Shape.FRAMEWORK
     elif gates and not all(any(_holds(m, g.node, events) for m in micro) for g in gates):
         shape = Shape.GATED
