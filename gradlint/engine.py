@@ -213,7 +213,8 @@ def _check(loop: TrainingLoop, path: str, settings: Settings) -> Iterable[Diagno
         for finding in rule.check(loop):
             if finding.span in elsewhere:
                 continue  # written in another module: reported when that module is linted
-            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix)
+            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix,
+                             detail=finding.detail)
 
 
 def _spans_elsewhere(loop: TrainingLoop) -> set[Span]:
@@ -243,7 +244,8 @@ def _check_module(source: str, path: str, settings: Settings, loops: list[Traini
                 return
         info = rule.info
         for finding in rule.check_module(tree, python_lines(source), loops):
-            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix)
+            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix,
+                             detail=finding.detail)
 
 
 def _syntax_diagnostic(path: str, message: str, line: int, column: int) -> Diagnostic:

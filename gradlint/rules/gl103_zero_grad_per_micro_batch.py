@@ -24,10 +24,10 @@ class ZeroGradPerMicroBatch(Rule):
         for event in per_micro_batch(loop, Role.ZERO_GRAD):
             if loop.accelerate_skips(event) or _drops_window(loop, event) or _reads_gradients_first(loop, event):
                 continue
-            yield Finding(event.span, f"{call_text(loop, event)} runs between backward calls of one "
-                          "accumulation window and wipes the gradients accumulated so far; zero once per "
-                          f"update, right after {step_text(loop)}",
-                          self.fix(_zero_once, loop, event))
+            yield Finding(event.span, f"{call_text(loop, event)} zeroes inside the accumulation window; zero right "
+                          f"after {step_text(loop)}", self.fix(_zero_once, loop, event),
+                          detail="It runs between backward calls of one window and wipes the gradients accumulated "
+                          "so far, so the step sees only the micro-batches after it.")
 
     VALID = (
         """\

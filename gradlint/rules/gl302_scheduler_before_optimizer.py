@@ -22,9 +22,10 @@ class SchedulerBeforeOptimizer(Rule):
                      and not any(sched.order < b.order < s.order for b in loop.of(Role.BACKWARD))]
             if later:
                 step = call_text(loop, later[0])
-                yield Finding(sched.span, f"{call_text(loop, sched)} runs before {step} in the same update, so "
-                              f"the first learning-rate value of the schedule is skipped; call it after {step}",
-                              self.fix(_schedule_after_step, loop, sched))
+                yield Finding(sched.span, f"{call_text(loop, sched)} runs before {step}; call it after the step",
+                              self.fix(_schedule_after_step, loop, sched),
+                              detail=f"Stepping the scheduler before {step} in the same update skips the first "
+                              "learning-rate value of the schedule.")
 
     VALID = (
         """\

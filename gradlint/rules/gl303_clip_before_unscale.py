@@ -27,10 +27,10 @@ class ClipBeforeUnscale(Rule):
                     continue
                 if any(loop.flows(backward, u) and loop.flows(u, clip) for u in unscaling):
                     continue  # unscale_(), or scaler.step() which unscales (a clip after it is GL301's)
-                yield Finding(clip.span, f"{call_text(loop, clip)} clips gradients that the GradScaler still "
-                              "multiplies by the loss scale, so the threshold means nothing; call "
-                              "scaler.unscale_(optimizer) first, in the same update",
-                              self.fix(_unscale_first, loop, clip))
+                yield Finding(clip.span, f"{call_text(loop, clip)} clips scaled gradients; call "
+                              "scaler.unscale_(optimizer) first", self.fix(_unscale_first, loop, clip),
+                              detail="The gradients are still multiplied by the GradScaler's loss scale, so the "
+                              "clipping threshold means nothing; unscale them first, in the same update.")
                 break
 
     VALID = (
