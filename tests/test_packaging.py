@@ -56,7 +56,7 @@ def test_wheel_and_sdist_are_named_for_the_free_distribution_name(dist: Path) ->
         entry_points = wheel.read(metadata_name.replace("METADATA", "entry_points.txt")).decode()
         names = wheel.namelist()
     assert metadata["Name"] == DIST_NAME
-    assert "gradlint = gradlint.cli:main" in entry_points
+    assert "gradlint = gradlint.entry:main" in entry_points
     # `gradlint rule` and the SARIF help read every rule's document from the package
     assert {f"gradlint/docs/{code}.md" for code in CATALOGUE} <= set(names)
     with tarfile.open(sdist) as archive:
