@@ -65,6 +65,8 @@ def fix_source(source: str, path: str, settings: Settings, unsafe: bool = False)
         if new in seen:
             break  # fixes that undo each other: stop where we are
         seen.add(new)
+        fixes = {_fix(d) for d in chosen}  # a finding that shares a chosen fix is fixed with it
+        result.fixed.extend(d for d in candidates if _fix(d) in fixes and all(d is not c for c in chosen))
         result.fixed.extend(chosen)
         text, diagnostics = new, lint_source(new, path, settings)
     result.text, result.remaining = text, diagnostics
