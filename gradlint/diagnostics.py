@@ -122,8 +122,8 @@ class Diagnostic:
             "name": self.name,
             "severity": self.severity.value,
             "message": self.message,
-            "detail": self.detail,
             "fix": self.fix.to_dict() if self.fix else None,
+            "detail": self.detail,
         }
         if self.cell is not None:
             data["cell"] = self.cell

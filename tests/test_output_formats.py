@@ -93,7 +93,7 @@ def test_full_shows_a_finding_on_the_first_line(project: Path) -> None:
 def test_json_and_json_lines(project: Path) -> None:
     data = json.loads(gradlint("check", "--format", "json", ".").stdout)
     assert [list(d) for d in data] == [["path", "line", "column", "end_line", "end_column", "code", "name",
-                                        "severity", "message", "detail", "fix"]] * 2
+                                        "severity", "message", "fix", "detail"]] * 2
     assert data[0]["message"] == CLIP and data[0]["detail"] == CLIP_NOTE
     assert [(d["path"], d["line"], d["column"], d["code"], d["fix"]["applicability"]) for d in data] == [
         ("src/bad.py", 12, 13, "GL101", "safe"), ("src/bad.py", 13, 13, "GL104", "unsafe")]
