@@ -9,7 +9,7 @@ from collections.abc import Callable
 from dataclasses import replace
 
 from gradlint.diagnostics import Diagnostic, Fix
-from gradlint.fixer import apply_fixes
+from gradlint.fix_text import apply_fixes
 
 
 def share_fixes(diagnostics: list[Diagnostic], source: str, relint: Callable[[str], list[Diagnostic]]) -> list[Diagnostic]:
