@@ -8,10 +8,28 @@ loads none of the analysis (libcst); the first call of :func:`lint_source` does.
 
 from __future__ import annotations
 
-from gradlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Severity, Span
-from gradlint.settings import Settings, SettingsError, default_settings
+import importlib
+from typing import TYPE_CHECKING, Any
+
+if TYPE_CHECKING:
+    from gradlint.diagnostics import Applicability, Diagnostic, Edit, Fix, Severity, Span
+    from gradlint.settings import Settings, SettingsError, default_settings
 
 __version__ = "0.1.0"
+
+_HOMES = {**dict.fromkeys(("Applicability", "Diagnostic", "Edit", "Fix", "Severity", "Span"), "gradlint.diagnostics"),
+          **dict.fromkeys(("Settings", "SettingsError", "default_settings"), "gradlint.settings")}
+
+
+def __getattr__(name: str) -> Any:
+    """The API's classes, loaded on first use: ``import gradlint`` (the first thing the command
+    does, before it handles Ctrl-C) loads nothing else."""
+    home = _HOMES.get(name)
+    if home is None:
+        raise AttributeError(f"module 'gradlint' has no attribute {name!r}")
+    value = getattr(importlib.import_module(home), name)
+    globals()[name] = value
+    return value
 
 
 def lint_source(source: str, path: str = "<string>", settings: Settings | None = None) -> list[Diagnostic]:
@@ -19,6 +37,7 @@ def lint_source(source: str, path: str = "<string>", settings: Settings | None =
     comments applied, sorted by line, column and code; ``settings`` default to
     :func:`default_settings`."""
     from gradlint import engine
+    from gradlint.settings import default_settings
 
     return engine.lint_source(source, path, settings if settings is not None else default_settings())
 

@@ -1,5 +1,5 @@
 """``python -m gradlint``."""
 
-from gradlint.cli import main
+from gradlint.entry import main
 
 main()

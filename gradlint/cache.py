@@ -48,7 +48,7 @@ from gradlint.settings import Settings
 
 CACHE_DIR_NAME = ".gradlint_cache"
 CACHE_DIR_ENV = "GRADLINT_CACHE_DIR"
-FORMAT = 2
+FORMAT = 3
 """Version of the entry layout; part of the build key."""
 SETTLED_NS = 2_000_000_000
 """A file is remembered in the file index only when its last change is this much older
@@ -147,8 +147,11 @@ def _diagnostic(path: str, data: Any) -> Diagnostic:
             and (fix is None or _fix_shaped(fix)) and (cell is None or _whole(data, "cell"))):
         raise ValueError("malformed entry item")
     span = Span(data["line"], data["column"], data["end_line"], data["end_column"])
+    detail = data.get("detail")
+    if detail is not None and not isinstance(detail, str):
+        raise ValueError("malformed entry item")
     return Diagnostic(path, span, data["code"], data["name"], Severity(data["severity"]), data["message"],
-                      Fix.from_dict(fix) if fix is not None else None, cell)
+                      Fix.from_dict(fix) if fix is not None else None, cell, detail)
 
 
 def _whole(data: dict[str, Any], *keys: str) -> bool:

@@ -141,7 +141,7 @@ def interrupted() -> NoReturn:
 
 
 @click.group(cls=_Group, context_settings={"help_option_names": ["-h", "--help"]})
-@click.version_option(__version__, "-V", "--version", prog_name="gradlint")
+@click.version_option(__version__, "-V", "--version", prog_name="gradlint", message="%(prog)s %(version)s")
 def main() -> None:
     """gradlint: find gradient-accumulation, clipping and scheduler bugs in PyTorch training loops."""
 
@@ -152,7 +152,7 @@ def version() -> None:
     click.echo(f"gradlint {__version__}")
 
 
-_FORMAT_HELP = ("Output format: full (each finding with its source and fix), concise (one line each, [*] on "
+_FORMAT_HELP = ("Output format: full (each finding with its source, explanation and fix), concise (one line each, [*] on "
                 "fixable ones), text (one line each, no marks: stable for scripts), json, json-lines, sarif, "
                 "github, gitlab, junit.")
 

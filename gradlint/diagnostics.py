@@ -84,7 +84,9 @@ class Fix:
 
 @dataclass(frozen=True)
 class Diagnostic:
-    """One finding: where, which rule, what to do, and perhaps how to fix it."""
+    """One finding: where, which rule, what to do, and perhaps how to fix it. ``message`` is
+    one short line (the ``text`` and ``concise`` formats); ``detail`` is the longer
+    explanation the ``full`` format, JSON and SARIF add."""
 
     path: str
     span: Span
@@ -94,6 +96,7 @@ class Diagnostic:
     message: str
     fix: Fix | None = field(default=None, compare=False)
     cell: int | None = None  # notebooks: 1-based cell number; the span is then within that cell
+    detail: str | None = field(default=None, compare=False)
 
     @property
     def line(self) -> int:
@@ -120,6 +123,7 @@ class Diagnostic:
             "severity": self.severity.value,
             "message": self.message,
             "fix": self.fix.to_dict() if self.fix else None,
+            "detail": self.detail,
         }
         if self.cell is not None:
             data["cell"] = self.cell

@@ -36,6 +36,7 @@ from gradlint.project.index import ProjectIndex
 from gradlint.rules import MODULE_RULES, RULES
 from gradlint.screen import Screen, screen
 from gradlint.settings import Settings
+from gradlint.shared_fixes import share_fixes
 from gradlint.source import SourceError, decode, parse_python, python_lines
 from gradlint.suppression import apply_suppressions
 from gradlint.target import newer_syntax
@@ -82,7 +83,7 @@ def analyse_bytes(data: bytes, path: str, settings: Settings, *, full: bool = Fa
 
 def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict | None = None,
                 full: bool = False, project: ProjectIndex | None = None,
-                uses: dict[Path, str] | None = None) -> list[Diagnostic]:
+                uses: dict[Path, str] | None = None, share: bool = True) -> list[Diagnostic]:
     """All diagnostics for one module's text, suppression comments applied, sorted by line,
     column and code.
 
@@ -90,7 +91,9 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
     caller has asked it; it is followed, not asked again. ``full`` turns off every shortcut
     (text tests, unit selection): each function and top-level statement of the module is
     parsed with libcst. It is the reference the fast path is tested against
-    (tests/test_fast_path.py): the shortcuts must never change a result.
+    (tests/test_fast_path.py): the shortcuts must never change a result. ``share`` gives a
+    finding the fix of another at the same call when that fix resolves it too
+    (:mod:`gradlint.shared_fixes`).
     """
     if full:
         verdict = EVERYTHING
@@ -114,6 +117,9 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
     for diagnostic in _check_module(source, path, settings, scan.loops):
         found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
     diagnostics = sorted(found.values(), key=Diagnostic.sort_key)
+    if share and len(diagnostics) > 1:
+        diagnostics = share_fixes(diagnostics, source, lambda text: lint_source(
+            text, path, settings, full=full, project=project, uses={}, share=False))
     if settings.ignore_noqa or not verdict.suppressions or (not diagnostics and not suppressions_wanted(settings)):
         return diagnostics  # no suppression comment, or nothing to suppress and no GL900: skip tokenizing
     return apply_suppressions(diagnostics, source, path, settings)
@@ -213,7 +219,8 @@ def _check(loop: TrainingLoop, path: str, settings: Settings) -> Iterable[Diagno
         for finding in rule.check(loop):
             if finding.span in elsewhere:
                 continue  # written in another module: reported when that module is linted
-            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix)
+            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix,
+                             detail=finding.detail)
 
 
 def _spans_elsewhere(loop: TrainingLoop) -> set[Span]:
@@ -243,7 +250,8 @@ def _check_module(source: str, path: str, settings: Settings, loops: list[Traini
                 return
         info = rule.info
         for finding in rule.check_module(tree, python_lines(source), loops):
-            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix)
+            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix,
+                             detail=finding.detail)
 
 
 def _syntax_diagnostic(path: str, message: str, line: int, column: int) -> Diagnostic:

@@ -8,12 +8,12 @@ runner's side: :mod:`gradlint.writer`.
 from __future__ import annotations
 
 import ast
-from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from gradlint.diagnostics import Applicability, Diagnostic, Edit, Fix
+from gradlint.diagnostics import Applicability, Diagnostic, Fix
+from gradlint.fix_text import Offsets as _Offsets
+from gradlint.fix_text import apply_fixes
 from gradlint.settings import Settings
-from gradlint.source import python_lines
 
 MAX_PASSES = 10
 
@@ -65,6 +65,8 @@ def fix_source(source: str, path: str, settings: Settings, unsafe: bool = False)
         if new in seen:
             break  # fixes that undo each other: stop where we are
         seen.add(new)
+        fixes = {_fix(d) for d in chosen}  # a finding that shares a chosen fix is fixed with it
+        result.fixed.extend(d for d in candidates if _fix(d) in fixes and all(d is not c for c in chosen))
         result.fixed.extend(chosen)
         text, diagnostics = new, lint_source(new, path, settings)
     result.text, result.remaining = text, diagnostics
@@ -119,32 +121,6 @@ def syntax_error(text: str, path: str) -> str | None:
     return None
 
 
-class _Offsets:
-    """Convert 1-based (line, column) to offsets in ``text``; lines are numbered as Python
-    numbers them, like diagnostics (a lone ``\\r`` ends a line too)."""
-
-    def __init__(self, text: str) -> None:
-        self.text = text
-        self.starts = [0]
-        for line in python_lines(text)[:-1]:
-            self.starts.append(self.starts[-1] + len(line))
-
-    def __call__(self, line: int, column: int) -> int:
-        if line > len(self.starts):
-            return len(self.text)
-        start = self.starts[line - 1]
-        end = self.starts[line] if line < len(self.starts) else len(self.text)
-        return min(start + column - 1, end)
-
-
-def newline_of(text: str) -> str:
-    """The file's line ending: that of its first line (``\\n`` when it has none)."""
-    index = text.find("\n")
-    if index > 0 and text[index - 1] == "\r":
-        return "\r\n"
-    return "\n"
-
-
 def _ranges(offsets: _Offsets, fix: Fix) -> list[tuple[int, int]]:
     return sorted((offsets(e.span.line, e.span.column), offsets(e.span.end_line, e.span.end_column)) for e in fix.edits)
 
@@ -171,27 +147,3 @@ def _non_overlapping(text: str, candidates: list[Diagnostic]) -> list[Diagnostic
 
 def _overlapping(a: tuple[int, int], b: tuple[int, int]) -> bool:
     return a[1] > b[0] or (a[0] == a[1] == b[0] == b[1])
-
-
-def apply_fixes(text: str, fixes: Iterable[Fix]) -> str:
-    """``text`` with the edits of ``fixes`` (non-overlapping) applied; inserted text gets
-    the file's line ending."""
-    offsets = _Offsets(text)
-    newline = newline_of(text)
-    edits: list[tuple[int, int, str]] = []
-    for fix in fixes:
-        for edit in fix.edits:
-            start = offsets(edit.span.line, edit.span.column)
-            end = offsets(edit.span.end_line, edit.span.end_column)
-            edits.append((start, end, _with_newline(edit, newline)))
-    for start, end, content in sorted(edits, reverse=True):
-        if content and start == len(text) and text and not text.endswith(("\n", "\r")):
-            # after a last line without a line ending: the file keeps ending without one
-            content = newline + (content[: -len(newline)] if content.endswith(newline) else content)
-        text = text[:start] + content + text[end:]
-    return text
-
-
-def _with_newline(edit: Edit, newline: str) -> str:
-    content = edit.content.replace("\r\n", "\n")
-    return content.replace("\n", newline) if newline != "\n" else content

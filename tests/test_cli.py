@@ -38,7 +38,7 @@ def test_folders_are_walked_skipping_vcs_build_cache_and_virtualenvs(tree: Path)
 def test_text_lines_and_summary(tree: Path) -> None:
     lines = gradlint("check", "--no-cache", "--format", "text", "pkg").output.splitlines()
     assert lines[0].startswith("pkg/bad.py:12:13: GL101 torch.nn.utils.clip_grad_norm_() runs on every")
-    assert lines[1].startswith("pkg/bad.py:13:13: GL104 scheduler.step() advances the LR schedule")
+    assert lines[1].startswith("pkg/bad.py:13:13: GL104 scheduler.step() runs on every micro-batch")
     assert lines[-1] == "Found 2 problems in 1 file."
 
 

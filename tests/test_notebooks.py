@@ -13,8 +13,7 @@ from gradlint.notebook import NotebookError, read_notebook, write_cells
 from samples import BAD, gradlint
 
 NOTEBOOK = FIXTURES / "notebooks" / "accumulation.ipynb"
-CLIP_MESSAGE = ("torch.nn.utils.clip_grad_norm_() runs on every micro-batch of this accumulation window; clip "
-                "once on the accumulated gradient, at the update boundary, just before optimizer.step()")
+CLIP_MESSAGE = "torch.nn.utils.clip_grad_norm_() runs on every micro-batch; clip once, just before optimizer.step()"
 
 
 @pytest.fixture

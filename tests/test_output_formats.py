@@ -12,10 +12,10 @@ import pytest
 from gradlint.catalogue import CATALOGUE
 from samples import BAD, GOOD, gradlint
 
-CLIP = ("torch.nn.utils.clip_grad_norm_() runs on every micro-batch of this accumulation window; clip once on "
-        "the accumulated gradient, at the update boundary, just before optimizer.step()")
-SCHED = ("scheduler.step() advances the LR schedule on every micro-batch (warmup and decay run N times too "
-         "fast); step it once per update, right after optimizer.step()")
+CLIP = "torch.nn.utils.clip_grad_norm_() runs on every micro-batch; clip once, just before optimizer.step()"
+CLIP_NOTE = ("Clipping inside the accumulation window rescales a partly accumulated gradient on each micro-batch, "
+             "so the step never uses the accumulated gradient clipped once.")
+SCHED = "scheduler.step() runs on every micro-batch; step it once per update, right after optimizer.step()"
 
 
 @pytest.fixture
@@ -37,6 +37,7 @@ src/bad.py:12:13: GL101 [*] {CLIP}
 13 |         optimizer.step()
 14 |         optimizer.zero_grad()
    |
+  = note: {CLIP_NOTE}
   = fix (safe, applied by --fix): Move `torch.nn.utils.clip_grad_norm_()` to the update boundary (clip once, just before the step)
     @@ -11,3 +11,3 @@
                  loss.backward()
@@ -61,7 +62,9 @@ def test_full_labels_unsafe_fixes(project: Path) -> None:
     assert lines[0] == f"src/bad.py:13:13: GL104 {SCHED}"
     assert lines[4] == "13 |             scheduler.step()"
     assert lines[5] == "   |             ^^^^^^^^^^^^^^^^ GL104"
-    assert lines[9].startswith("  = fix (unsafe, applied by --fix --unsafe-fixes): ")
+    assert lines[9] == ("  = note: The LR schedule advances on every micro-batch, so warmup and decay run N times too fast "
+                        "(N: micro-batches per update).")
+    assert lines[10].startswith("  = fix (unsafe, applied by --fix --unsafe-fixes): ")
     assert "    -            scheduler.step()" in lines
 
 
@@ -90,7 +93,8 @@ def test_full_shows_a_finding_on_the_first_line(project: Path) -> None:
 def test_json_and_json_lines(project: Path) -> None:
     data = json.loads(gradlint("check", "--format", "json", ".").stdout)
     assert [list(d) for d in data] == [["path", "line", "column", "end_line", "end_column", "code", "name",
-                                        "severity", "message", "fix"]] * 2
+                                        "severity", "message", "fix", "detail"]] * 2
+    assert data[0]["message"] == CLIP and data[0]["detail"] == CLIP_NOTE
     assert [(d["path"], d["line"], d["column"], d["code"], d["fix"]["applicability"]) for d in data] == [
         ("src/bad.py", 12, 13, "GL101", "safe"), ("src/bad.py", 13, 13, "GL104", "unsafe")]
     lines = gradlint("check", "--format", "json-lines", ".").stdout.splitlines()
@@ -112,7 +116,8 @@ def test_sarif(project: Path) -> None:
     first, second = run["results"]
     assert first["ruleId"] == "GL101" and rules[first["ruleIndex"]]["id"] == "GL101"
     assert first["level"] == "error"
-    assert first["message"]["text"] == CLIP
+    assert first["message"] == {"text": CLIP, "markdown": f"{CLIP}\n\n{CLIP_NOTE}"}
+    assert run["tool"]["driver"]["informationUri"] == "https://pypi.org/project/torch-gradlint/"
     location = first["locations"][0]["physicalLocation"]
     assert location["artifactLocation"] == {"uri": "src/bad.py", "uriBaseId": "%SRCROOT%"}
     assert location["region"] == {"startLine": 12, "startColumn": 13, "endLine": 12, "endColumn": 77}
@@ -160,6 +165,7 @@ def test_junit(project: Path) -> None:
     assert [c.get("name") for c in cases] == ["src/bad.py:12:13: GL101 clip-per-micro-batch",
                                               "src/bad.py:13:13: GL104 scheduler-per-micro-batch"]
     assert cases[0].find("failure").get("message") == CLIP
+    assert cases[0].find("failure").text == f"src/bad.py:12:13: GL101 {CLIP}\n{CLIP_NOTE}"
     clean = ET.fromstring(gradlint("check", "--format", "junit", "good.py").stdout)
     assert (clean.get("tests"), clean.get("failures")) == ("1", "0")
 

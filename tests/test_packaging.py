@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import subprocess
 import sys
+import sysconfig
 import tarfile
 import zipfile
 from email.parser import Parser
@@ -56,7 +57,7 @@ def test_wheel_and_sdist_are_named_for_the_free_distribution_name(dist: Path) ->
         entry_points = wheel.read(metadata_name.replace("METADATA", "entry_points.txt")).decode()
         names = wheel.namelist()
     assert metadata["Name"] == DIST_NAME
-    assert "gradlint = gradlint.cli:main" in entry_points
+    assert "gradlint = gradlint.entry:main" in entry_points
     # `gradlint rule` and the SARIF help read every rule's document from the package
     assert {f"gradlint/docs/{code}.md" for code in CATALOGUE} <= set(names)
     with tarfile.open(sdist) as archive:
@@ -88,3 +89,35 @@ def test_the_installed_wheel_runs(dist: Path, tmp_path: Path) -> None:
     rule = subprocess.run([sys.executable, "-m", "gradlint", "rule", "GL101"],
                           cwd=tmp_path, env=env, capture_output=True, text=True)
     assert rule.returncode == 0 and "clip-per-micro-batch" in rule.stdout
+
+
+def test_the_wheel_in_a_fresh_venv_gives_a_working_command(dist: Path, tmp_path: Path) -> None:
+    """A new virtual environment, the wheel installed into it (its dependencies are this
+    environment's, read through a path file: no network), and the ``gradlint`` script pip writes."""
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", "--without-pip", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    purelib = subprocess.run([str(python), "-c", "import sysconfig; print(sysconfig.get_paths()['purelib'])"],
+                             check=True, capture_output=True, text=True).stdout.strip()
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--quiet", "--no-deps",
+                    "--no-index", str(_wheel(dist))], check=True)
+    # appended after the venv's own folder, whose gradlint (the wheel's) therefore wins; a path
+    # file's folder is not a site folder, so this checkout's editable install is not loaded
+    Path(purelib, "deps.pth").write_text(sysconfig.get_paths()["purelib"] + "\n")
+    command = venv / "bin" / "gradlint"
+    env = {"PATH": f"{venv / 'bin'}:/usr/bin:/bin", "NO_COLOR": "1", "PYTHONNOUSERSITE": "1"}
+
+    def run(*args: str) -> subprocess.CompletedProcess[str]:
+        return subprocess.run([str(command), *args], cwd=tmp_path, env=env, capture_output=True, text=True, timeout=120)
+
+    where = subprocess.run([str(python), "-c", "import gradlint; print(gradlint.__file__)"], cwd=tmp_path, env=env,
+                           capture_output=True, text=True, check=True).stdout
+    assert where.startswith(purelib)
+    assert run("-V").stdout == "gradlint 0.1.0\n"
+    helped = run("--help")
+    assert helped.returncode == 0 and "check" in helped.stdout and "explain" in helped.stdout
+    (tmp_path / "train.py").write_text(BAD_LOOP)
+    checked = run("check", "--no-cache", "--format", "concise", "train.py")
+    assert checked.returncode == 1, checked.stderr
+    assert checked.stdout.splitlines()[0].startswith("train.py:7:9: GL101 [*] ")
+    assert run("rule", "GL101").stdout.startswith("# GL101: clip-per-micro-batch")

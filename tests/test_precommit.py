@@ -144,3 +144,24 @@ def test_readme_snippet_pins_a_commit_and_names_real_hooks() -> None:
     for hook in hooks.values():
         assert hook["minimum_pre_commit_version"] == "2.9.2"
         assert hook["types_or"] == ["python", "pyi", "jupyter"]
+
+
+def test_readme_snippet_runs_as_written(tmp_path: Path, hook_repo: tuple[Path, str], home: Path) -> None:
+    """The README's snippet, copied into a project with only its two placeholders filled in (this
+    repository's address and a commit of it), runs the hook."""
+    import re
+
+    repo, rev = hook_repo
+    readme = (ROOT / "README.md").read_text(encoding="utf-8")
+    snippet = re.search(r"```yaml\n(.*?)```", readme[readme.index("### pre-commit\n"):], re.S)
+    assert snippet is not None
+    placeholder = re.search(r"rev: ([0-9a-f]{40})", snippet.group(1))
+    assert placeholder is not None
+    config = snippet.group(1).replace("https://github.com/<owner>/gradlint", repo.as_posix())
+    config = config.replace(placeholder.group(1), rev)
+    _git(tmp_path, "init", "-q")
+    (tmp_path / ".pre-commit-config.yaml").write_text(config)
+    (tmp_path / "bad.py").write_text(BAD)
+    result = pre_commit(tmp_path, home, "--files", "bad.py")
+    assert result.returncode == 1, result.stdout + result.stderr
+    assert "bad.py:12:13: GL101" in result.stdout

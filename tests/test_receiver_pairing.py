@@ -112,20 +112,16 @@ class Gan:
                 self.opt_d.zero_grad()
 """
 
-MICRO = "advances the LR schedule on every micro-batch (warmup and decay run N times too fast); step it once per update, "
-BEFORE = "in the same update, so the first learning-rate value of the schedule is skipped; call it after "
+MICRO = "runs on every micro-batch; step it once per update, "
 
 EXPECTED = {
-    7: ("GL103", "opt_d.zero_grad() runs between backward calls of one accumulation window and wipes the gradients "
-                 "accumulated so far; zero once per update, right after opt_d.step()"),
+    7: ("GL103", "opt_d.zero_grad() zeroes inside the accumulation window; zero right after opt_d.step()"),
     21: ("GL104", f"sched_d.step() {MICRO}right after opt_d.step()"),
     32: ("GL104", f"sched.step() {MICRO}right after its optimizer's step"),
-    47: ("GL302", f"sched_d.step() runs before opt_d.step() {BEFORE}opt_d.step()"),
-    56: ("GL302", f"sched.step() runs before opt_g.step() and opt_d.step() {BEFORE}its optimizer's step"),
-    66: ("GL101", "torch.nn.utils.clip_grad_norm_() runs on every micro-batch of this accumulation window; clip once "
-                  "on the accumulated gradient, at the update boundary, just before the optimizer step"),
-    77: ("GL303", "torch.nn.utils.clip_grad_norm_() clips gradients that the GradScaler still multiplies by the loss "
-                  "scale, so the threshold means nothing; call scaler.unscale_(opt_d) first, in the same update"),
+    47: ("GL302", "sched_d.step() runs before opt_d.step(); call it after opt_d.step()"),
+    56: ("GL302", "sched.step() runs before opt_g.step() and opt_d.step(); call it after its optimizer's step"),
+    66: ("GL101", "torch.nn.utils.clip_grad_norm_() runs on every micro-batch; clip once, just before the optimizer step"),
+    77: ("GL303", "torch.nn.utils.clip_grad_norm_() clips scaled gradients; call scaler.unscale_(opt_d) first"),
     94: ("GL104", f"self.sched_d.step() {MICRO}right after self.opt_d.step()"),
 }
 

@@ -27,7 +27,7 @@ def render_junit(diagnostics: list[Diagnostic], out: TextIO) -> None:
             case = ET.SubElement(suite, "testcase", name=f"{location(d)}: {d.code} {d.name}", classname=path,
                                  file=path, line=str(d.line))
             failure = ET.SubElement(case, "failure", message=d.message, type=d.code)
-            failure.text = f"{location(d)}: {d.code} {d.message}"
+            failure.text = f"{location(d)}: {d.code} {d.message}" + (f"\n{d.detail}" if d.detail else "")
     ET.indent(root)
     out.write('<?xml version="1.0" encoding="UTF-8"?>\n')
     out.write(ET.tostring(root, encoding="unicode"))

@@ -15,7 +15,7 @@ from gradlint.diagnostics import Diagnostic, Edit, Severity, Span
 from gradlint.rule_docs import load_doc
 
 SCHEMA = "https://json.schemastore.org/sarif-2.1.0.json"
-INFORMATION_URI = "https://pypi.org/project/gradlint/"
+INFORMATION_URI = "https://pypi.org/project/torch-gradlint/"
 _LEVEL = {Severity.ERROR: "error", Severity.WARNING: "warning", Severity.INFO: "note"}
 
 
@@ -51,7 +51,7 @@ def _result(diagnostic: Diagnostic, index: int | None) -> dict[str, Any]:
     result: dict[str, Any] = {
         "ruleId": diagnostic.code,
         "level": _LEVEL[diagnostic.severity],
-        "message": {"text": message},
+        "message": {"text": message, **({"markdown": f"{message}\n\n{diagnostic.detail}"} if diagnostic.detail else {})},
         "locations": [{"physicalLocation": {"artifactLocation": artifact, "region": _region(diagnostic.span)}}],
     }
     if index is not None:

@@ -95,7 +95,8 @@ def render_concise(report: Report, out: TextIO, options: ReportOptions) -> None:
 
 
 def render_full(report: Report, out: TextIO, options: ReportOptions) -> None:
-    """Each finding with the source around it, the call underlined, and its fix as a diff."""
+    """Each finding with the source around it, the call underlined, the longer explanation
+    (``= note:``) and its fix as a diff."""
     console = console_for(out, options.color)
     sources = SourceLines(report.sources)
     for diagnostic in report.diagnostics:
@@ -104,9 +105,11 @@ def render_full(report: Report, out: TextIO, options: ReportOptions) -> None:
         if lines is not None:
             for row in _snippet(diagnostic, lines):
                 console.print(row)
-            if diagnostic.fix is not None and diagnostic.fix.edits:
-                for row in _fix_diff(diagnostic, sources.text(diagnostic.path, diagnostic.cell) or ""):
-                    console.print(row)
+        if diagnostic.detail:
+            console.print(Text(f"  = note: {diagnostic.detail}"))
+        if lines is not None and diagnostic.fix is not None and diagnostic.fix.edits:
+            for row in _fix_diff(diagnostic, sources.text(diagnostic.path, diagnostic.cell) or ""):
+                console.print(row)
         console.print()
     if not options.quiet:
         for line in _closing(report, options):

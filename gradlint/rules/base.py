@@ -16,11 +16,13 @@ P = ParamSpec("P")
 
 @dataclass(frozen=True)
 class Finding:
-    """What a rule reports: where, the message, and perhaps a fix."""
+    """What a rule reports: where, a one-line message (what is wrong and what to do, at most
+    about 120 characters), perhaps a fix, and the longer explanation (``detail``)."""
 
     span: Span
     message: str
     fix: Fix | None = None
+    detail: str | None = None
 
 
 @dataclass(frozen=True)

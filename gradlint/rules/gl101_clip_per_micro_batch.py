@@ -26,10 +26,11 @@ class ClipPerMicroBatch(Rule):
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.CLIP):
             where = ("under `if accelerator.sync_gradients:`" if loop.in_accumulate(event)
-                     else f"at the update boundary, just before {paired_step_text(loop, event, 'the optimizer step')}")
-            yield Finding(event.span, f"{call_text(loop, event)} runs on every micro-batch of this "
-                          f"accumulation window; clip once on the accumulated gradient, {where}",
-                          self.fix(_clip_once, loop, event))
+                     else f"just before {paired_step_text(loop, event, 'the optimizer step')}")
+            yield Finding(event.span, f"{call_text(loop, event)} runs on every micro-batch; clip once, {where}",
+                          self.fix(_clip_once, loop, event),
+                          detail="Clipping inside the accumulation window rescales a partly accumulated gradient on "
+                          "each micro-batch, so the step never uses the accumulated gradient clipped once.")
 
     VALID = (
         """\

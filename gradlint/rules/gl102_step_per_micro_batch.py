@@ -18,9 +18,10 @@ class StepPerMicroBatch(Rule):
         for event in per_micro_batch(loop, Role.STEP):
             if loop.accelerate_skips(event):
                 continue
-            yield Finding(event.span, f"{call_text(loop, event)} runs on every micro-batch of this "
-                          "accumulation window; step once per update, at the update boundary",
-                          self.fix(_step_once, loop, event))
+            yield Finding(event.span, f"{call_text(loop, event)} runs on every micro-batch; step once per update, "
+                          "at the update boundary", self.fix(_step_once, loop, event),
+                          detail="Stepping inside the accumulation window updates the weights from a partial "
+                          "gradient on each micro-batch, so no update sees the whole window.")
 
     VALID = (
         """\

@@ -34,10 +34,10 @@ class ZeroGradPerMicroBatch(Rule):
             if loop.accelerate_skips(event) or _drops_window(loop, event) or _reads_gradients_first(loop, event):
                 continue
             after = paired_step_text(loop, event, OWN_STEP if event.kind is Kind.OPTIMIZER else "the optimizer step")
-            yield Finding(event.span, f"{call_text(loop, event)} runs between backward calls of one "
-                          "accumulation window and wipes the gradients accumulated so far; zero once per "
-                          f"update, right after {after}",
-                          self.fix(_zero_once, loop, event))
+            yield Finding(event.span, f"{call_text(loop, event)} zeroes inside the accumulation window; zero right "
+                          f"after {after}", self.fix(_zero_once, loop, event),
+                          detail="It runs between backward calls of one window and wipes the gradients accumulated "
+                          "so far, so the step sees only the micro-batches after it.")
 
     VALID = (
         """\

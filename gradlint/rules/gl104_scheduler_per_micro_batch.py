@@ -28,14 +28,15 @@ class SchedulerPerMicroBatch(Rule):
                 continue
             if loop.accelerate_skips(event):
                 if unprepared_scheduler(loop, event):
-                    yield Finding(event.span, f"{call_text(loop, event)} runs inside accelerator.accumulate() but "
-                                  "the scheduler never passed through accelerator.prepare, so Accelerate does not "
-                                  "hold it back: it advances on every micro-batch; prepare it with the optimizer")
+                    yield Finding(event.span, f"{call_text(loop, event)} advances on every micro-batch: prepare the "
+                                  "scheduler with accelerator.prepare", detail="Inside accelerator.accumulate(), "
+                                  "Accelerate holds back only the schedulers that passed through accelerator.prepare; "
+                                  "prepare this one with the optimizer.")
                 continue
-            yield Finding(event.span, f"{call_text(loop, event)} advances the LR schedule on every "
-                          "micro-batch (warmup and decay run N times too fast); step it once per update, "
-                          f"right after {paired_step_text(loop, event, OWN_STEP)}",
-                          self.fix(_schedule_once, loop, event))
+            yield Finding(event.span, f"{call_text(loop, event)} runs on every micro-batch; step it once per update, "
+                          f"right after {paired_step_text(loop, event, OWN_STEP)}", self.fix(_schedule_once, loop, event),
+                          detail="The LR schedule advances on every micro-batch, so warmup and decay run N times "
+                          "too fast (N: micro-batches per update).")
 
     VALID = (
         """\

@@ -20,9 +20,9 @@ class CounterPerMicroBatch(Rule):
             name = event.receiver or ""
             if name in gate_counters or not counts_updates(name) or name not in loop.cadence_names:
                 continue
-            yield Finding(event.span, f"`{name}` advances on every micro-batch but is used as an optimizer-step "
-                          "count (eval, checkpoint, logging or LR cadence run N times too often); "
-                          "increment it once per update, at the update boundary")
+            yield Finding(event.span, f"`{name}` counts micro-batches but is used as an optimizer-step count; "
+                          "increment it once per update", detail="Eval, checkpoint, logging or LR cadence keyed on "
+                          "it run N times too often; increment it once per update, at the update boundary.")
 
     VALID = (
         """\

@@ -45,11 +45,12 @@ class ScheduleLengthInMicroBatches(Rule):
                 found = _micro_batch_length(loop, length, loader)
                 if found is None:
                     continue
-                yield Finding(loop.unit.span(built), f"`{name}`'s length counts micro-batches (`len({loader})` is "
-                              f"not divided by the {n} micro-batches of an update) while it steps once per update, "
-                              f"so it runs only 1/{n} of its course; size it in updates: "
-                              f"`math.ceil(len({loader}) / {n})`",
-                              self.fix(_divide, loop, found, n))
+                yield Finding(loop.unit.span(built), f"`{name}`'s length counts micro-batches but it steps once per "
+                              "update; size it in updates",
+                              self.fix(_divide, loop, found, n),
+                              detail=f"`len({loader})` is not divided by the {n} micro-batches of an update, so the "
+                              f"schedule runs only 1/{n} of its course; size it in updates: "
+                              f"`math.ceil(len({loader}) / {n})`.")
                 break
 
     VALID = (

@@ -38,10 +38,10 @@ class EpochScheduleSteppedPerBatch(Rule):
             length = _epoch_length(loop, built) if isinstance(built, cst.Call) else None
             if length is None or bound not in _names_through(loop, length):
                 continue
-            yield Finding(event.span, f"{call_text(loop, event)} advances a schedule counted in epochs (its length "
-                          f"is built from `{bound}`) inside the batch loop, so it decays once per batch, "
-                          "len(loader) times too fast; step it once per epoch, after the batch loop",
-                          self.fix(_after_batch_loop, loop, event, epochs))
+            yield Finding(event.span, f"{call_text(loop, event)} steps an epoch-counted schedule on every batch; step "
+                          "it once per epoch", self.fix(_after_batch_loop, loop, event, epochs),
+                          detail=f"Its length is built from `{bound}`, so stepping it inside the batch loop decays "
+                          "it len(loader) times too fast; step it once per epoch, after the batch loop.")
 
     VALID = (
         """\

@@ -25,10 +25,10 @@ class MissingAccumulationScaling(Rule):
                 continue
             if any(loop.flows(z, event) for z in zeros) and any(loop.flows(event, s) for s in steps):
                 continue  # zeroed and stepped in the same pass (a GAN critic): nothing accumulates
-            yield Finding(event.span, f"this loss is backpropagated on each of {factor} micro-batches without "
-                          f"division, so the gradient (and the effective learning rate) is {factor} times too "
-                          f"large; divide the loss by {factor} (or by the window's valid-token count) before backward",
-                          self.fix(_divide_loss, loop, event))
+            yield Finding(event.span, f"this loss is summed over {factor} micro-batches without division; divide it "
+                          f"by {factor}", self.fix(_divide_loss, loop, event),
+                          detail=f"The accumulated gradient (and the effective learning rate) is {factor} times too "
+                          f"large; divide the loss by {factor} (or by the window's valid-token count) before backward.")
 
     VALID = (
         """\

@@ -25,9 +25,10 @@ class FixedDivisorPartialWindow(Rule):
             divisor = _fixed_divisor(loop, event.loss_trace)
             if divisor is None:
                 continue
-            yield Finding(event.span, f"the loss is divided by the fixed {divisor}, but the gate also steps on the "
-                          "final, shorter window of the epoch, whose micro-batches are then under-weighted; "
-                          "divide by the number of micro-batches actually in the window")
+            yield Finding(event.span, f"the loss is divided by the fixed {divisor}, which under-weights the "
+                          "epoch's shorter final window", detail="The gate also steps on the final, shorter window "
+                          "of the epoch, whose micro-batches are then under-weighted; divide by the number of "
+                          "micro-batches actually in the window.")
 
     VALID = (
         """\

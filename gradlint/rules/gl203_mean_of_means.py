@@ -20,9 +20,10 @@ class MeanOfMeans(Rule):
                 continue
             if any(d.counts_tokens for d in trace.divisors):
                 continue  # already weighted by a count of valid tokens
-            yield Finding(event.span, f"a per-token mean loss is divided equally by {trace.divisors[0].text}, so "
-                          "micro-batches with few valid tokens weigh as much as full ones (a mean of means); compute "
-                          "the loss with reduction=\"sum\" and divide by the window's total count of valid tokens")
+            yield Finding(event.span, f"a per-token mean loss is divided by {trace.divisors[0].text}: a mean of "
+                          "means; divide a summed loss by the window's valid tokens", detail="Micro-batches with few "
+                          "valid tokens weigh as much as full ones; compute the loss with reduction=\"sum\" and "
+                          "divide by the window's total count of valid tokens.")
 
     VALID = (
         """\

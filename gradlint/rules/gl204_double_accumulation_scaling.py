@@ -25,11 +25,13 @@ class DoubleAccumulationScaling(Rule):
                 manual = deepspeed
             if not manual:
                 continue
-            owner = "DeepSpeed's engine.backward" if event.framework == "deepspeed" or deepspeed else (
-                "accelerator.backward (Accelerator(gradient_accumulation_steps=...))")
-            yield Finding(event.span, f"the loss is divided by {manual[0].text} by hand, but {owner} already divides "
-                          "it by the accumulation steps, so gradients end up N times too small; remove the "
-                          "manual division", self.fix(_undivide, loop, manual[0]))
+            by_engine = event.framework == "deepspeed" or bool(deepspeed)
+            owner = "DeepSpeed's engine.backward" if by_engine else "accelerator.backward"
+            why = "" if by_engine else " (Accelerator(gradient_accumulation_steps=...))"
+            yield Finding(event.span, f"{owner} already divides the loss; remove the manual division by "
+                          f"{manual[0].text}", self.fix(_undivide, loop, manual[0]),
+                          detail=f"{owner}{why} divides the loss by the accumulation steps itself, so the "
+                          "gradients end up N times too small.")
 
     VALID = (
         """\

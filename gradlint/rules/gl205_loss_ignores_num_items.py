@@ -22,14 +22,15 @@ class LossIgnoresNumItems(ModuleRule):
             node = hook.node
             span = span_of(node, lines) if isinstance(node, ast.keyword) else _def_line(node, lines)
             if hook.owner is not None:
-                yield Finding(span, f"{hook.owner}.compute_loss neither reads nor forwards num_items_in_batch: "
-                              "when the model accepts loss kwargs the Trainer skips its own 1/N, so this "
-                              "per-micro-batch mean makes the gradient N times too large; divide the summed "
-                              "loss by num_items_in_batch, pass it on, or set self.model_accepts_loss_kwargs = False")
+                yield Finding(span, f"{hook.owner}.compute_loss ignores num_items_in_batch, so the gradient is N "
+                              "times too large", detail="When the model accepts loss kwargs the Trainer skips its "
+                              "own 1/N, so a per-micro-batch mean is N times too large; divide the summed loss by "
+                              "num_items_in_batch, pass it on, or set self.model_accepts_loss_kwargs = False.")
             else:
-                yield Finding(span, f"compute_loss_func={hook.hook} ignores num_items_in_batch: the Trainer "
-                              "skips its own 1/N for it, so a per-micro-batch mean makes the gradient N times "
-                              "too large; sum the loss and divide by num_items_in_batch")
+                yield Finding(span, f"compute_loss_func={hook.hook} ignores num_items_in_batch, so the gradient is N "
+                              "times too large", detail="The Trainer skips its own 1/N for a compute_loss_func, so "
+                              "a per-micro-batch mean is N times too large; sum the loss and divide by "
+                              "num_items_in_batch.")
 
     VALID = (
         """\

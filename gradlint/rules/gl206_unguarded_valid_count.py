@@ -20,10 +20,10 @@ class UnguardedValidCount(ModuleRule):
                      loops: Sequence[TrainingLoop] = ()) -> Iterator[Finding]:
         for found in unguarded_divisions(tree):
             yield Finding(span_of(found.division, lines),
-                          f"the loss is divided by {found.count}, a count of valid targets with no guard "
-                          "against zero: a micro-batch (or window) whose targets are all ignored gives 0 / 0 "
-                          "and fills every gradient with NaN; clamp the count (at least 1)",
-                          self._clamp(found, lines))
+                          f"the loss is divided by {found.count}, a count of valid targets that can be 0; "
+                          "clamp it to at least 1", self._clamp(found, lines),
+                          detail="A micro-batch (or window) whose targets are all ignored gives 0 / 0 and fills "
+                          "every gradient with NaN.")
 
     def _clamp(self, found: UnguardedDivision, lines: list[str]) -> Fix | None:
         """``count.clamp(min=1)`` for a tensor count, ``max(count, 1)`` otherwise."""

@@ -27,9 +27,9 @@ class ClipAfterStep(Rule):
                    for e in loop.of(Role.STEP)):
                 continue  # another optimizer steps after the clip (GANs, several optimizers)
             step = call_text(loop, steps[-1])
-            yield Finding(clip.span, f"{call_text(loop, clip)} runs after {step}: the update has already "
-                          f"used the unclipped gradient; clip before {step}",
-                          self.fix(_clip_before, loop, clip, steps[-1]))
+            yield Finding(clip.span, f"{call_text(loop, clip)} runs after {step}; clip before the step",
+                          self.fix(_clip_before, loop, clip, steps[-1]),
+                          detail=f"The update has already used the unclipped gradient; clip before {step}.")
 
     VALID = (
         """\

@@ -29,9 +29,10 @@ class SchedulerBeforeOptimizer(Rule):
             first = {s.target: s for s in reversed(later)}  # one step per optimizer (`if amp:` arms alike)
             named = [call_text(loop, s) for s in sorted(first.values(), key=lambda s: s.order)]
             step = named[0] if len(named) == 1 else None
-            yield Finding(sched.span, f"{call_text(loop, sched)} runs before {' and '.join(named)} in the same "
-                          "update, so the first learning-rate value of the schedule is skipped; call it after "
-                          f"{step or OWN_STEP}", self.fix(_schedule_after_step, loop, sched))
+            yield Finding(sched.span, f"{call_text(loop, sched)} runs before {' and '.join(named)}; call it after "
+                          f"{step or OWN_STEP}", self.fix(_schedule_after_step, loop, sched),
+                          detail=f"Stepping the scheduler before {' and '.join(named)} in the same update skips the "
+                          "first learning-rate value of the schedule.")
 
     VALID = (
         """\

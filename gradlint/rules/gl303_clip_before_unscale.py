@@ -29,10 +29,10 @@ class ClipBeforeUnscale(Rule):
                     continue  # unscale_(), or scaler.step() which unscales (a clip after it is GL301's)
                 step = next((s for s in unscaling if s.role is Role.STEP and loop.flows(clip, s)), None)
                 unscale = scaler_unscale(loop, step) if step is not None else None
-                yield Finding(clip.span, f"{call_text(loop, clip)} clips gradients that the GradScaler still "
-                              "multiplies by the loss scale, so the threshold means nothing; call "
-                              f"{unscale or 'scaler.unscale_(optimizer)'} first, in the same update",
-                              self.fix(_unscale_first, loop, clip))
+                yield Finding(clip.span, f"{call_text(loop, clip)} clips scaled gradients; call "
+                              f"{unscale or 'scaler.unscale_(optimizer)'} first", self.fix(_unscale_first, loop, clip),
+                              detail="The gradients are still multiplied by the GradScaler's loss scale, so the "
+                              "clipping threshold means nothing; unscale them first, in the same update.")
                 break
 
     VALID = (

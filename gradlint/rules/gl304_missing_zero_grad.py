@@ -23,9 +23,9 @@ class MissingZeroGrad(Rule):
             return
         if any(name is not None and loop.reassigns(name) for s in steps for name in (s.receiver, s.target)):
             return  # an optimizer built in each iteration, often over tensors made fresh there too
-        yield Finding(steps[0].span, f"{call_text(loop, steps[0])} runs every update but gradients are never "
-                      "zeroed in this loop, so each update adds all previous gradients again; call "
-                      "optimizer.zero_grad() once per update, after the step")
+        yield Finding(steps[0].span, f"{call_text(loop, steps[0])} runs but gradients are never zeroed in this "
+                      "loop; zero them once per update", detail="Each update adds all previous gradients again; "
+                      "call optimizer.zero_grad() once per update, after the step.")
 
     VALID = (
         """\

@@ -31,9 +31,10 @@ class ZeroGradBeforeStep(Rule):
                     continue  # another optimizer's gradients (GANs, actor-critic)
                 if zero.kind is not Kind.OPTIMIZER and len(targets) > 1:
                     continue
-                yield Finding(zero.span, f"{call_text(loop, zero)} runs after the last backward and before "
-                              f"{call_text(loop, step)}, so the step sees zero gradients; zero after the step",
-                              self.fix(_zero_after_step, loop, zero))
+                yield Finding(zero.span, f"{call_text(loop, zero)} runs before {call_text(loop, step)}; zero after "
+                              "the step", self.fix(_zero_after_step, loop, zero),
+                              detail="It runs after the last backward of the update, so the step sees zero "
+                              "gradients.")
 
     VALID = (
         """\

@@ -22,10 +22,10 @@ class ScalerCreatedInLoop(Rule):
         for built in scaler_constructions(loop):
             text = loop.unit.text_of(built.call.func).strip()
             yield Finding(loop.unit.span(built.call),
-                          f"{text}() is constructed inside the training loop: each new scaler restarts at the initial loss "
-                          "scale with a fresh growth tracker, so fp16 training re-calibrates (and skips "
-                          "steps) at every restart; build it once before the loop",
-                          self.fix(_hoist, loop, built))
+                          f"{text}() is constructed inside the training loop; build it once before the loop",
+                          self.fix(_hoist, loop, built), detail="Each new scaler restarts at the initial loss "
+                          "scale with a fresh growth tracker, so fp16 training re-calibrates (and skips steps) at "
+                          "every restart.")
 
     VALID = (
         """\

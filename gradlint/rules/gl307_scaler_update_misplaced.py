@@ -28,10 +28,10 @@ class ScalerUpdateMisplaced(Rule):
             step = _step_of(boundary, update)
             if step is None:
                 continue  # the scaler steps per micro-batch too: GL102's finding, not a misplaced update
-            yield Finding(update.span, f"{call_text(loop, update)} runs on every micro-batch while "
-                          f"{call_text(loop, step)} runs once per window: the loss scale changes inside "
-                          "the window, so the accumulated gradient mixes scales; call it right after "
-                          "the step", self.fix(_after_step, loop, update, step))
+            yield Finding(update.span, f"{call_text(loop, update)} runs on every micro-batch; call it right after "
+                          f"{call_text(loop, step)}", self.fix(_after_step, loop, update, step),
+                          detail=f"{call_text(loop, step)} runs once per window, so the loss scale changes inside "
+                          "the window and the accumulated gradient mixes scales.")
         updates = loop.of(Role.SCALER_UPDATE)
         if updates or not isinstance(loop.root, (cst.For, cst.While)):
             return  # a per-batch function's caller may update the scaler
@@ -39,8 +39,9 @@ class ScalerUpdateMisplaced(Rule):
             receiver = _receiver(step)
             if receiver is None or _updated_in_unit(loop, receiver) or _handed_on(loop, receiver):
                 continue
-            yield Finding(step.span, f"{call_text(loop, step)} is never followed by {receiver}.update(): "
-                          "the loss scale never adapts, and after one overflow every step is skipped")
+            yield Finding(step.span, f"{call_text(loop, step)} is never followed by {receiver}.update(); call it "
+                          "after the step", detail="The loss scale never adapts, and after one overflow every step "
+                          "is skipped.")
 
     VALID = (
         """\

@@ -24,9 +24,10 @@ class DroppedFinalWindow(Rule):
             return  # a global counter over a possibly endless iterator: no epoch tail to lose
         if gate.modulus is None and gate.count_bound is None:
             return
-        yield Finding(gate.span, "this gate steps only after a full window, so the last len(loader) % N "
-                      "micro-batches of each epoch are dropped (or leak into the next epoch's first update); "
-                      "also step on the last batch: `or step + 1 == len(loader)`")
+        yield Finding(gate.span, "this gate drops each epoch's last len(loader) % N micro-batches; also step on "
+                      "the last batch", detail="The gate steps only after a full window, so the tail of each epoch "
+                      "is dropped (or leaks into the next epoch's first update); also step on the last batch: "
+                      "`or step + 1 == len(loader)`.")
 
     VALID = (
         """\

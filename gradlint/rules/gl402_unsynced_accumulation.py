@@ -24,9 +24,9 @@ class UnsyncedAccumulation(Rule):
         for event in per_micro_batch(loop, Role.BACKWARD):
             if event.no_sync or event.framework in ("accelerate", "fabric", "deepspeed"):
                 continue
-            yield Finding(event.span, "this backward runs in a DistributedDataParallel accumulation window "
-                          "outside model.no_sync(), so gradients are all-reduced on every micro-batch; run the "
-                          "forward and backward of all but the last micro-batch under `with model.no_sync():`")
+            yield Finding(event.span, "this backward all-reduces on every micro-batch of a DDP window; use "
+                          "`with model.no_sync():`", detail="It runs outside model.no_sync(); run the forward and "
+                          "backward of all but the last micro-batch under `with model.no_sync():`.")
 
     VALID = (
         """\
@@ -96,7 +96,7 @@ def _prepared_by_hand(loop: TrainingLoop) -> Iterator[Finding]:
             continue
         guard = "accelerator.accumulate(model)" if event.framework == "accelerate" else (
             "fabric.no_backward_sync(model, enabled=is_accumulating)")
-        yield Finding(event.span, f"{call_text(loop, event)} runs in a hand-made accumulation window of a model "
-                      f"prepared by {event.framework.capitalize()} (DistributedDataParallel on several processes) "
-                      "with no sync guard, so gradients are all-reduced on every micro-batch; run the micro-batch "
-                      f"forward and backward under `with {guard}:`")
+        yield Finding(event.span, f"{call_text(loop, event)} all-reduces on every micro-batch of this hand-made "
+                      "window; add a sync guard", detail=f"The model is prepared by {event.framework.capitalize()} "
+                      "(DistributedDataParallel on several processes) and nothing guards the sync; run the "
+                      f"micro-batch forward and backward under `with {guard}:`.")

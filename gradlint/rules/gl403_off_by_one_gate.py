@@ -17,9 +17,9 @@ class OffByOneGate(Rule):
         if gate is None or gate.modulus is None or not gate.zero_based or not loop.accumulating:
             return
         counter = gate.counter
-        yield Finding(gate.span, f"`{counter}` is 0 on the first micro-batch, so `{counter} % N == 0` steps "
-                      "after a single micro-batch and every later window is shifted; test "
-                      f"`({counter} + 1) % N == 0`")
+        yield Finding(gate.span, f"`{counter} % N == 0` shifts every window by one micro-batch; test "
+                      f"`({counter} + 1) % N == 0`", detail=f"`{counter}` is 0 on the first micro-batch, so the "
+                      "gate steps after a single micro-batch and every later window is shifted.")
 
     VALID = (
         """\

@@ -38,16 +38,16 @@ class SyncGuardMissesForward(Rule):
             reported.add(id(guard))
             start, end = unit.span(guard), unit.span(guard.items[-1])
             yield Finding(Span(start.line, start.column, end.end_line, end.end_column),
-                          "this sync guard covers the backward but not the forward: the loss is computed "
-                          f"before it (line {unit.span(forward).line}); DDP decides during the forward whether the next "
-                          "backward all-reduces, so every micro-batch still synchronises: run the forward "
-                          "inside the guard too", self.fix(_move_forward, loop, guard, forward))
+                          f"this sync guard misses the forward (line {unit.span(forward).line}); run the forward "
+                          "inside the guard too", self.fix(_move_forward, loop, guard, forward),
+                          detail="DDP decides during the forward whether the next backward all-reduces, so with "
+                          "the loss computed before the guard every micro-batch still synchronises.")
         for toggle in loop.of(Role.SYNC_TOGGLE):
             forward = _forward_before_toggle(loop, toggle)
             if forward is not None:
                 yield Finding(toggle.span, "`require_backward_grad_sync` is assigned after the forward (line "
-                              f"{loop.unit.span(forward).line}) that it should control; DDP reads the flag during "
-                              "the forward, so set it before the forward pass")
+                              f"{loop.unit.span(forward).line}); set it before the forward",
+                              detail="DDP reads the flag during the forward pass it should control.")
 
     VALID = (
         """\

@@ -14,9 +14,10 @@ from gradlint.model.syntax import dotted
 from gradlint.rules.base import Finding, Invalid, Rule
 from gradlint.rules.gl404_sync_guard_misses_forward import guard_of, is_guard
 
-_MESSAGE = ("so the boundary micro-batch's backward skips the all-reduce while the others synchronise: "
-            "ranks step on gradients that were never averaged and their replicas drift apart; "
-            "skip the sync on every micro-batch except the last of the window")
+_ADVICE = "sync only on the last micro-batch of the window"
+_DETAIL = ("The boundary micro-batch's backward skips the all-reduce while the others synchronise: ranks step "
+           "on gradients that were never averaged and their replicas drift apart; skip the sync on every "
+           "micro-batch except the last of the window.")
 
 
 class SyncOnWrongMicroBatch(Rule):
@@ -36,13 +37,13 @@ class SyncOnWrongMicroBatch(Rule):
                 reported.add(id(guard))
                 start, end = loop.unit.span(guard), loop.unit.span(guard.items[-1])
                 yield Finding(Span(start.line, start.column, end.end_line, end.end_column),
-                              f"this sync guard {wrong}, {_MESSAGE}")
+                              f"this sync guard {wrong}; {_ADVICE}", detail=_DETAIL)
         for toggle in loop.of(Role.SYNC_TOGGLE):
             value = toggle.node.value if isinstance(toggle.node, cst.Assign) else None
             test = _reading(loop, value, counters) if value is not None else None
             if test is not None and (not test.update_when or _first_micro_batch(test)):
-                yield Finding(toggle.span, "`require_backward_grad_sync` is true on the wrong micro-batch "
-                              f"(not the last of the window), {_MESSAGE}")
+                yield Finding(toggle.span, f"`require_backward_grad_sync` is true on the wrong micro-batch; {_ADVICE}",
+                              detail=_DETAIL)
 
     VALID = (
         """\
@@ -126,7 +127,7 @@ def _guard_wrong(loop: TrainingLoop, guard: cst.With, counters: set[str]) -> str
         skips_when_true = is_guard(loop.unit, choice.body) and not is_guard(loop.unit, choice.orelse)
         skips_when_false = is_guard(loop.unit, choice.orelse) and not is_guard(loop.unit, choice.body)
         if (skips_when_true and test.update_when) or (skips_when_false and not test.update_when):
-            return "skips the sync exactly at the update boundary (its condition is inverted)"
+            return "skips the sync at the update boundary (inverted)"
         if _first_micro_batch(test) and skips_when_false:
-            return "synchronises on the first micro-batch of the window, not the last"
+            return "synchronises on the first micro-batch, not the last"
     return None

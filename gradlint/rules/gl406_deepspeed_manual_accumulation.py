@@ -27,11 +27,11 @@ class DeepspeedManualAccumulation(Rule):
                 continue
             if facts.bindings.get(name, facts.bindings.get(name.rsplit(".", 1)[-1])) is not Kind.ENGINE:
                 continue  # only engines that deepspeed.initialize returns, not names that look like one
-            yield Finding(event.span, f"{call_text(loop, event)} runs only at a manual accumulation boundary, "
-                          "but a DeepSpeed engine counts every backward as a micro-batch and owns the window "
-                          "itself (under ZeRO-2 a manual window keeps only its last micro-batch); set "
-                          "`gradient_accumulation_steps` in the DeepSpeed config and call backward and step "
-                          "on every micro-batch")
+            yield Finding(event.span, f"{call_text(loop, event)} runs at a manual boundary, but the DeepSpeed engine "
+                          "owns the window; step on every micro-batch", detail="A DeepSpeed engine counts every "
+                          "backward as a micro-batch and owns the window itself (under ZeRO-2 a manual window keeps "
+                          "only its last micro-batch); set `gradient_accumulation_steps` in the DeepSpeed config "
+                          "and call backward and step on every micro-batch.")
 
     VALID = (
         """\

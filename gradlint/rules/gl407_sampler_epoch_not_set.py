@@ -30,10 +30,11 @@ class SamplerEpochNotSet(Rule):
         sampler = facts.distributed_loaders[loader]
         start, end = loop.unit.span(epochs), loop.unit.span(epochs.iter)
         yield Finding(Span(start.line, start.column, end.end_line, end.end_column),
-                      f"`{loader}` draws from a DistributedSampler whose epoch this loop never sets, so every "
-                      f"epoch sees the same sample order; call `{sampler or loader + '.sampler'}.set_epoch(epoch)` "
-                      "at the top of each epoch",
-                      self.fix(_set_epoch, loop, epochs, sampler))
+                      f"`{loader}`'s DistributedSampler never gets its epoch; call "
+                      f"`{sampler or loader + '.sampler'}.set_epoch(epoch)` each epoch",
+                      self.fix(_set_epoch, loop, epochs, sampler),
+                      detail="This loop never sets the sampler's epoch, so every epoch sees the same sample order; "
+                      "set it at the top of each epoch.")
 
     VALID = (
         """\

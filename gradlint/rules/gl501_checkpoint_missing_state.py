@@ -30,9 +30,10 @@ class CheckpointMissingState(Rule):
             if missing:
                 names = " and ".join(f"{name}.state_dict()" for name, _ in missing)
                 yield Finding(loop.unit.span(save.call),
-                              f"this checkpoint saves the optimizer's state but not {names}, which the "
-                              f"training loop steps: a resumed run restarts its {_restarts(missing)}",
-                              self.fix(_add_entries, loop, save, missing))
+                              f"this checkpoint saves the optimizer's state but not {names}",
+                              self.fix(_add_entries, loop, save, missing),
+                              detail=f"The training loop steps {' and '.join(n for n, _ in missing)}: a resumed run "
+                              f"restarts its {_restarts(missing)}.")
         loads = load_calls(loop)
         restored = {receiver for _, receiver in loads}
         for call, receiver in loads:
@@ -42,8 +43,8 @@ class CheckpointMissingState(Rule):
             if missing:
                 names = " and ".join(f"{name}.load_state_dict(...)" for name, _ in missing)
                 yield Finding(loop.unit.span(call),
-                              f"the resume restores the optimizer but not the scheduler (no {names}): "
-                              "warmup and decay restart from their first step")
+                              f"the resume restores the optimizer but not the scheduler (no {names})",
+                              detail="The scheduler's warmup and decay restart from their first step.")
 
     VALID = (
         """\

@@ -28,10 +28,10 @@ class BatchnormUnderAccumulation(ModuleRule):
             where = f"{loop.unit.unit.name}, line {loop.span.line}"
             for call in layers:
                 yield Finding(span_of(call, lines),
-                              f"{name} uses BatchNorm and is trained with gradient accumulation ({where}): "
-                              "its batch statistics see one micro-batch, not the window, so they are noisier "
-                              "than the effective batch size suggests; consider GroupNorm / LayerNorm or "
-                              "larger micro-batches")
+                              f"{name}'s BatchNorm sees one micro-batch, not the window ({where})",
+                              detail=f"{name} is trained with gradient accumulation, so its batch statistics are "
+                              "noisier than the effective batch size suggests; consider GroupNorm / LayerNorm or "
+                              "larger micro-batches.")
 
     VALID = (
         """\

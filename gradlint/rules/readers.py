@@ -20,6 +20,8 @@ def call_text(loop: TrainingLoop, event: Event) -> str:
     node = event.node
     if isinstance(node, cst.Call):
         return loop.unit.text_of(node.func).strip() + "()"
+    if isinstance(node, cst.For):  # its header, without the comment that may end the line
+        return f"for {loop.unit.text_of(node.target).strip()} in {loop.unit.text_of(node.iter).strip()}:"
     return loop.unit.text_of(node).strip().splitlines()[0]
 
 
