@@ -8,6 +8,7 @@ from collections.abc import Iterator, Sequence
 from gradlint.catalogue import CATALOGUE
 from gradlint.model.batchnorm import batchnorm_classes, builds
 from gradlint.model.events import TrainingLoop
+from gradlint.project.context import ProjectContext
 from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 from gradlint.rules.readers import engine_loop
 
@@ -16,8 +17,8 @@ class BatchnormUnderAccumulation(ModuleRule):
     info = CATALOGUE["GL502"]
     words = ("BatchNorm",)
 
-    def check_module(self, tree: ast.Module, lines: list[str],
-                     loops: Sequence[TrainingLoop] = ()) -> Iterator[Finding]:
+    def check_module(self, tree: ast.Module, lines: list[str], loops: Sequence[TrainingLoop] = (),
+                     project: ProjectContext | None = None) -> Iterator[Finding]:
         accumulating = [loop for loop in loops if loop.accumulating and not engine_loop(loop)]
         if not accumulating:
             return
