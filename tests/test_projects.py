@@ -38,7 +38,7 @@ def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_every_project_layout_is_there() -> None:
-    assert NAMES == ["callback_loop", "class_hierarchy", "script_layout", "trainer_package"]
+    assert NAMES == ["callback_loop", "class_hierarchy", "loss_contracts", "script_layout", "trainer_package"]
     assert all(_markers(PROJECTS / name) for name in NAMES)
 
 
