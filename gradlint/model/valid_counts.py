@@ -74,6 +74,8 @@ def _in_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Unguarded
         count = _count(divisor, counts, masks)
         if count is None or _names(divisor) & guarded:
             continue
+        if _count(numerator, counts, masks) is not None:
+            continue  # a count over a count: a ratio (a micro-batch's share of the window), not a loss
         if not _loss_like(ast.unparse(numerator)) and not _loss_like(target or ""):
             continue
         tensor = isinstance(divisor, ast.Call) or counts.get(_name(divisor) or "", False)
