@@ -101,3 +101,18 @@ def test_a_module_rule_records_the_other_modules_it_reads(tmp_path: Path) -> Non
     with recording_uses() as used:
         lint_source(TRAIN, str(root / "train.py"), GL502, project=ProjectIndex())
     assert (root / "models.py").absolute() in used
+
+
+@pytest.mark.parametrize(("idiom", "old", "new", "expected"), [
+    ("torch/checkpoint_methods.py", '        state["scheduler"] = self.scheduler.state_dict()\n', "", {(30, "GL501")}),
+    ("torch/checkpoint_methods.py", '        state.update({"scaler": self.scaler.state_dict()})\n', "", {(30, "GL501")}),
+    ("torch/checkpoint_methods.py", '        self.scheduler.load_state_dict(state["scheduler"])\n', "", {(39, "GL501")}),
+    ("transformers/trl_trainers.py", "MarginDPOTrainer(DPOTrainer)", "MarginDPOTrainer(SFTTrainer)", {(9, "GL205")}),
+    ("transformers/trl_trainers.py", "    loss_is_scaled_for_ga = False\n\n", "", {(33, "GL205")}),
+])
+def test_the_correct_forms_are_flagged_once_broken(idiom: str, old: str, new: str, expected: set) -> None:
+    """Each trap of the idioms is clean because of the line the edit removes."""
+    source = (FIXTURES / "idioms" / idiom).read_text(encoding="utf-8")
+    assert old in source
+    broken = source.replace(old, new)
+    assert {(d.line, d.code) for d in lint_source(broken, "idiom.py", default_settings())} == expected
