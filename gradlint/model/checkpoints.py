@@ -122,7 +122,8 @@ class _Values:
         if not values or not all(_dict_value(v) for v in values) or None in entries:
             return None
         parts = [ast.unparse(v) for v in values if v is not None] + [ast.unparse(e) for e in entries if e is not None]
-        return self.expand(" ; ".join(parts)), None
+        sole = values[0] if len(values) == 1 and not entries and isinstance(values[0], ast.Dict) else None
+        return self.expand(" ; ".join(parts)), sole
 
     def expand(self, text: str) -> str:
         """``text`` followed by the values of the local names it reads, recursively."""
