@@ -131,7 +131,7 @@ class _Values:
         pending = [text]
         parts: list[str] = []
         for _ in range(_DEPTH):
-            found = []
+            found: list[str] = []
             for piece in pending:
                 parts.append(piece)
                 for name in set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", piece)) - seen:

@@ -8,8 +8,8 @@ from collections.abc import Iterator, Sequence
 from gradlint.catalogue import CATALOGUE
 from gradlint.diagnostics import Span
 from gradlint.model.events import TrainingLoop
-from gradlint.project.context import ProjectContext
 from gradlint.model.trainer_classes import HOOK_WORD, ignored_counts
+from gradlint.project.context import ProjectContext
 from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 
 

@@ -8,8 +8,8 @@ from collections.abc import Iterator, Sequence
 from gradlint.catalogue import CATALOGUE
 from gradlint.diagnostics import Edit, Fix
 from gradlint.model.events import TrainingLoop
-from gradlint.project.context import ProjectContext
 from gradlint.model.valid_counts import COUNT_NAME, UnguardedDivision, unguarded_divisions
+from gradlint.project.context import ProjectContext
 from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 
 

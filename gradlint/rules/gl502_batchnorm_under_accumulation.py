@@ -8,8 +8,8 @@ from collections.abc import Iterator, Sequence
 from gradlint.catalogue import CATALOGUE
 from gradlint.model.batchnorm import batchnorm_classes, builds, converts, project_model
 from gradlint.model.events import TrainingLoop
-from gradlint.project.context import ProjectContext
 from gradlint.names import dotted_name
+from gradlint.project.context import ProjectContext
 from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 from gradlint.rules.readers import engine_loop
 
