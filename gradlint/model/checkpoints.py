@@ -302,9 +302,18 @@ def restores(scope: Function | ast.Module) -> list[tuple[ast.Call, str]]:
 
 
 def state_dict_reads(scope: Function | ast.Module) -> set[str]:
-    """Receivers of ``X.state_dict()`` calls in the scope (saved somewhere, maybe apart)."""
-    return {name for node in own_nodes(scope) if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute)
-            and node.func.attr == "state_dict" and (name := dotted_name(node.func.value))}
+    """Objects the scope may save apart: receivers of ``X.state_dict()`` calls, and objects
+    handed to a call named for saving (``save_scheduler(scheduler, path)``)."""
+    found: set[str] = set()
+    for node in own_nodes(scope):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = dotted_name(node.func) or ""
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "state_dict":
+            found.add(dotted_name(node.func.value) or "")
+        elif any(word in callee.rsplit(".", 1)[-1].lower() for word in ("save", "checkpoint")):
+            found |= {name for arg in (*node.args, *(k.value for k in node.keywords)) if (name := dotted_name(arg))}
+    return found - {""}
 
 
 def aliases_in(scope: Function | ast.Module) -> dict[str, str]:
