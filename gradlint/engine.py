@@ -114,7 +114,7 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
     for loop in scan.loops:
         for diagnostic in _check(loop, path, settings):
             found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
-    for diagnostic in _check_module(source, path, settings, scan.loops):
+    for diagnostic in _check_module(source, path, settings, scan.loops, project, uses):
         found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
     diagnostics = sorted(found.values(), key=Diagnostic.sort_key)
     if share and len(diagnostics) > 1:
@@ -164,10 +164,19 @@ def training_loops(source: str, path: str, settings: Settings, *, full: bool = F
         return LoopScan(error=_syntax_diagnostic(path, f"syntax error: {exc.msg}", exc.lineno or 1, exc.offset or 1))
     except (RecursionError, MemoryError):
         return LoopScan(error=_syntax_diagnostic(path, "file is too deeply nested to analyse", 1, 1))
-    index = _PROCESS_INDEX if project is None else project
-    context = ProjectContext(Path(path), source, index, settings.names, screened.tree)
-    try:
+    with _project_context(source, path, settings, project, screened.tree) as context:
         return _loops(screened, source, path, context, full)
+
+
+@contextmanager
+def _project_context(source: str, path: str, settings: Settings, project: ProjectIndex | None,
+                     tree: ast.Module | None) -> Iterator[ProjectContext]:
+    """The module read as part of its project (``project``, else the process's index) while the
+    block runs; the index records the other modules it reads in the context's ``used``."""
+    index = _PROCESS_INDEX if project is None else project
+    context = ProjectContext(Path(path), source, index, settings.names, tree)
+    try:
+        yield context
     finally:
         index.record_reads(None)
         if project is None:  # the next lint reads this module from disk, as it is there
@@ -235,23 +244,30 @@ def _spans_elsewhere(loop: TrainingLoop) -> set[Span]:
     return spans - here
 
 
-def _check_module(source: str, path: str, settings: Settings, loops: list[TrainingLoop]) -> Iterable[Diagnostic]:
-    """Findings of the module rules whose word the text holds (its syntax is judged already)."""
+def _check_module(source: str, path: str, settings: Settings, loops: list[TrainingLoop],
+                  project: ProjectIndex | None, uses: dict[Path, str] | None) -> list[Diagnostic]:
+    """Findings of the module rules whose word the text holds (its syntax is judged already),
+    read as part of the module's project (the modules they read are recorded like the loops')."""
     if not might_hold_training_loop(source):
-        return  # the full analysis too: the same answer as the fast path's text test
-    tree: ast.Module | None = None
-    for code, rule in MODULE_RULES.items():
-        if not settings.enabled(code) or not any(word in source for word in rule.words):
-            continue
-        if tree is None:
-            try:
-                tree = parse_python(source)
-            except (SyntaxError, ValueError, RecursionError, MemoryError):
-                return
-        info = rule.info
-        for finding in rule.check_module(tree, python_lines(source), loops):
-            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix,
-                             detail=finding.detail)
+        return []  # the full analysis too: the same answer as the fast path's text test
+    rules = [rule for code, rule in MODULE_RULES.items()
+             if settings.enabled(code) and any(word in source for word in rule.words)]
+    if not rules:
+        return []
+    try:
+        tree = parse_python(source)
+    except (SyntaxError, ValueError, RecursionError, MemoryError):
+        return []
+    found: list[Diagnostic] = []
+    with _project_context(source, path, settings, project, tree) as context:
+        for rule in rules:
+            info = rule.info
+            for finding in rule.check_module(tree, python_lines(source), loops, context):
+                found.append(Diagnostic(path, finding.span, info.code, info.name, info.severity,
+                                        finding.message, finding.fix, detail=finding.detail))
+    for record in [uses] if uses is not None else _RECORDING[-1:]:
+        record.update(context.used)
+    return found
 
 
 def _syntax_diagnostic(path: str, message: str, line: int, column: int) -> Diagnostic:

@@ -4,26 +4,43 @@ The HF Trainer owns the training loop; a subclass only supplies ``compute_loss``
 ``compute_loss_func=`` passed to the constructor). When the model accepts loss kwargs the
 Trainer hands ``num_items_in_batch`` (the window's count of valid targets) to that hook and
 skips its own 1/N, so a hook that ignores it returns a per-micro-batch mean that is N times
-too large. This module reads, from the module's ``ast`` alone, which classes derive from the
-Trainer (directly, through classes of the same module, or through :data:`HF_TRAINER_BASES`)
-and whether their hook reads or forwards the count.
+too large. This module reads, from the module's ``ast`` (and the project's classes), which
+classes derive from the Trainer (directly, through classes of the module or of the project, up
+to one of :data:`HF_TRAINER_BASES`) and whether their hook reads or forwards the count.
 """
 
 from __future__ import annotations
 
 import ast
 from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING
+
+from gradlint.project.symbols import ClassInfo, Definition
+
+if TYPE_CHECKING:  # the project context imports the screen, which reads this module
+    from gradlint.project.context import ProjectContext
 
 HF_TRAINER_BASES = frozenset({
     "transformers.Trainer",
     "transformers.Seq2SeqTrainer",
     "transformers.trainer.Trainer",
     "transformers.trainer_seq2seq.Seq2SeqTrainer",
+    "trl.SFTTrainer",
+    "trl.trainer.SFTTrainer",
+    "trl.trainer.sft_trainer.SFTTrainer",
 })
 """Known bases, by qualified name, whose ``training_step`` passes ``num_items_in_batch`` to
-``compute_loss`` and divides by N only when the model does not accept loss kwargs. trl's
-trainers are left out: several of them compute their own loss or set
-``model_accepts_loss_kwargs = False``, which gradlint cannot tell from the subclass."""
+``compute_loss`` and divides by N only when the model does not accept loss kwargs. Of trl's
+trainers only ``SFTTrainer`` leaves that contract as it is (it keeps the base's
+``loss_is_scaled_for_ga = None``); ``DPOTrainer``, ``KTOTrainer``, ``RewardTrainer``,
+``RLOOTrainer``, ``ORPOTrainer`` and ``CPOTrainer`` set ``loss_is_scaled_for_ga = False`` (so
+``model_accepts_loss_kwargs = False``: the Trainer divides), and ``GRPOTrainer`` and the
+distillation trainers scale their own loss; subclasses of those are not this rule's."""
+
+_OPT_OUTS = frozenset({"model_accepts_loss_kwargs", "loss_is_scaled_for_ga"})
+"""Attributes a class sets to tell the Trainer how its loss is scaled (then the Trainer's own
+division, or its absence, is the class's choice)."""
 
 COUNT = "num_items_in_batch"
 HOOK_WORD = "compute_loss"
@@ -39,16 +56,16 @@ class IgnoredCount:
     owner: str | None
 
 
-def ignored_counts(tree: ast.Module) -> list[IgnoredCount]:
+def ignored_counts(tree: ast.Module, project: ProjectContext | None = None) -> list[IgnoredCount]:
     """Every hook of ``tree`` that ignores the count: ``def compute_loss`` of a Trainer
-    subclass that does not set ``model_accepts_loss_kwargs = False``, and each
-    ``compute_loss_func=f`` argument whose ``f`` is a function of the module."""
-    aliases = _aliases(tree)
-    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+    subclass that does not opt out (:data:`_OPT_OUTS`), and each ``compute_loss_func=f``
+    argument whose ``f`` is a function of the module or of another project module. Bases are
+    followed through the module and, with ``project``, through the project's classes."""
+    lineage = _Lineage(tree, project)
     found: list[IgnoredCount] = []
-    for cls in classes.values():
-        lineage = _trainer_lineage(cls, classes, aliases)
-        if lineage is None or any(_opts_out(c) or _own_training_step(c) for c in lineage):
+    for cls in lineage.classes.values():
+        chain = lineage.of(cls, lineage.aliases, lineage.path, 8)
+        if chain is None or any(_opts_out(c) or _own_training_step(c) for c in chain):
             continue
         for item in cls.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == HOOK_WORD \
@@ -59,12 +76,78 @@ def ignored_counts(tree: ast.Module) -> list[IgnoredCount]:
         if not isinstance(node, ast.Call):
             continue
         for keyword in node.keywords:
-            if keyword.arg != "compute_loss_func" or not isinstance(keyword.value, ast.Name):
+            if keyword.arg != "compute_loss_func" or not isinstance(keyword.value, (ast.Name, ast.Attribute)):
                 continue
-            func = functions.get(keyword.value.id)
+            func = functions.get(keyword.value.id) if isinstance(keyword.value, ast.Name) else None
+            if func is None:
+                func = lineage.project_function(keyword.value)
             if func is not None and _ignores_count(func, method=False):
                 found.append(IgnoredCount(keyword, func.name, None))
     return found
+
+
+def trainer_lineage(tree: ast.Module, cls: ast.ClassDef, project: ProjectContext | None = None,
+                    depth: int = 8) -> list[ast.ClassDef] | None:
+    """``cls`` (a class of ``tree``) and its ancestors up to a known Trainer base; None when it
+    does not derive from one (or the chain cannot be told)."""
+    lineage = _Lineage(tree, project)
+    return lineage.of(cls, lineage.aliases, lineage.path, depth)
+
+
+class _Lineage:
+    """Ancestors of the module's classes up to a known Trainer base: classes of the module, then
+    (with a project) classes of other project modules, each read with its own module's imports."""
+
+    def __init__(self, tree: ast.Module, project: ProjectContext | None) -> None:
+        self.project = project
+        self.path = project.path if project is not None else None
+        self.aliases = _aliases(tree)
+        self.classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
+
+    def of(self, cls: ast.ClassDef, aliases: dict[str, str], path: Path | None,
+           depth: int) -> list[ast.ClassDef] | None:
+        """``cls`` and its ancestors up to a known Trainer base; None when it does not derive
+        from one (or the chain cannot be told)."""
+        if depth == 0:
+            return None
+        local = self.classes if path == self.path else {}
+        for base in cls.bases:
+            name = _dotted(base)
+            if name is None:
+                continue
+            if _qualified(name, aliases) in HF_TRAINER_BASES:
+                return [cls]
+            parent = local.get(name)
+            if parent is not None and parent is not cls:
+                lineage = self.of(parent, aliases, path, depth - 1)
+            else:
+                lineage = self._project_base(name, path, depth - 1)
+            if lineage is not None:
+                return [cls, *lineage]
+        return None
+
+    def _project_base(self, name: str, path: Path | None, depth: int) -> list[ast.ClassDef] | None:
+        """The lineage of base ``name`` (written in module ``path``) when it is a project class."""
+        if self.project is None or path is None:
+            return None
+        found = self.project.index.lookup(path, name)
+        if not isinstance(found, ClassInfo):
+            return None
+        home = found.definition.path
+        tree = self.project.index.tree(home)
+        node = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.lineno == found.definition.line),
+                    None) if tree is not None else None
+        if node is None or tree is None:
+            return None
+        return self.of(node, _aliases(tree), home, depth)
+
+    def project_function(self, value: ast.expr) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
+        """The project function ``value`` (a name or ``module.f``) names in another module."""
+        name = _dotted(value)
+        if self.project is None or self.path is None or name is None:
+            return None
+        found = self.project.index.lookup(self.path, name)
+        return self.project.kinds.node(found) if isinstance(found, Definition) and "." not in found.qualname else None
 
 
 def _aliases(tree: ast.Module) -> dict[str, str]:
@@ -95,36 +178,15 @@ def _qualified(name: str, aliases: dict[str, str]) -> str:
     return f"{base}.{rest}" if rest else base
 
 
-def _trainer_lineage(cls: ast.ClassDef, classes: dict[str, ast.ClassDef], aliases: dict[str, str],
-                     depth: int = 8) -> list[ast.ClassDef] | None:
-    """``cls`` and its same-module ancestors up to a known Trainer base; None when it does
-    not derive from one (or the chain cannot be told)."""
-    if depth == 0:
-        return None
-    for base in cls.bases:
-        name = _dotted(base)
-        if name is None:
-            continue
-        if _qualified(name, aliases) in HF_TRAINER_BASES:
-            return [cls]
-        parent = classes.get(name)
-        if parent is not None and parent is not cls:
-            lineage = _trainer_lineage(parent, classes, aliases, depth - 1)
-            if lineage is not None:
-                return [cls, *lineage]
-    return None
-
-
 def _opts_out(cls: ast.ClassDef) -> bool:
-    """The class sets ``model_accepts_loss_kwargs`` (to anything: then the Trainer's own
-    division is the class's choice), as a class attribute or on ``self``."""
+    """The class sets one of :data:`_OPT_OUTS` (to anything), as a class attribute or on ``self``."""
     for node in ast.walk(cls):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
         for target in targets:
-            if isinstance(target, ast.Name) and target.id == "model_accepts_loss_kwargs":
+            if isinstance(target, ast.Name) and target.id in _OPT_OUTS:
                 return True
-            if isinstance(target, ast.Attribute) and target.attr == "model_accepts_loss_kwargs":
+            if isinstance(target, ast.Attribute) and target.attr in _OPT_OUTS:
                 return True
     return False
 

@@ -18,7 +18,6 @@ from gradlint.model.syntax import dotted, first_arg, names_in
 from gradlint.names import Kind
 
 _SCALER_CLASSES = frozenset({"GradScaler", "ShardedGradScaler"})
-_SAVERS = frozenset({"torch.save", "accelerator.save"})
 _REPEATS = (cst.For, cst.While)
 _SCOPES = (cst.FunctionDef, cst.Lambda, cst.ClassDef)
 
@@ -31,14 +30,6 @@ class ScalerConstruction:
     statement: cst.SimpleStatementLine | None  # its own line (``scaler = GradScaler()``), if alone on it
     repeat: cst.CSTNode  # the outermost loop (or per-batch function) that repeats it
     reads_loop_names: bool  # its arguments read a name the repeating loop binds
-
-
-@dataclass(frozen=True)
-class Save:
-    """A checkpoint write: the saver call and the dict literal it stores."""
-
-    call: cst.Call
-    state: cst.Dict
 
 
 def _ancestry(root: cst.CSTNode) -> list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
@@ -157,74 +148,50 @@ def _bound_in(loop: TrainingLoop, repeat: cst.CSTNode) -> set[str]:
     return names
 
 
-def saves(loop: TrainingLoop) -> list[Save]:
-    """``torch.save(...)`` / ``accelerator.save(...)`` calls in the loop's unit whose object is
-    a dict literal (written in the call, or the one value of a name in the unit) with no
-    ``**`` entries."""
-    found: list[Save] = []
-    for node, _ in _ancestry(loop.unit.root):
-        if not isinstance(node, cst.Call):
-            continue
-        callee = _callee(node)
-        qualified = loop.unit.facts.qualified(callee) if callee else ""
-        if qualified not in _SAVERS and not (callee.endswith(".save") and loop.unit.facts.kind_of(
-                callee.rsplit(".", 1)[0]) is Kind.ACCELERATOR):
-            continue
-        state = first_arg(node)
-        if isinstance(state, cst.Name):
-            state = loop.unit.single_value(state.value)
-        if isinstance(state, cst.Dict) and not any(isinstance(e, cst.StarredDictElement) for e in state.elements):
-            found.append(Save(node, state))
-    return found
-
-
-def load_calls(loop: TrainingLoop) -> list[tuple[cst.Call, str]]:
-    """``X.load_state_dict(...)`` calls in the loop's unit, with ``X`` as written."""
-    found: list[tuple[cst.Call, str]] = []
-    for node, _ in _ancestry(loop.unit.root):
-        if isinstance(node, cst.Call) and isinstance(node.func, cst.Attribute) \
-                and node.func.attr.value == "load_state_dict":
-            receiver = dotted(node.func.value)
-            if receiver:
-                found.append((node, receiver))
-    return found
-
-
 def mentions(text: str, name: str) -> bool:
     """Whether ``name`` (dotted) occurs in ``text`` as a whole name."""
     return re.search(rf"(?<![\w.]){re.escape(name)}(?!\w)", text) is not None
 
 
 def stepped_state(loop: TrainingLoop) -> list[tuple[str, str]]:
-    """``(receiver, what)`` of the schedulers and GradScalers the loop steps itself, as written
+    """``(receiver, what)`` of the schedulers and GradScalers the loop steps, as written
     (``what`` is ``"scheduler"`` or ``"scaler"``; a scaler built with ``enabled=False`` has no
-    state and is left out)."""
+    state and is left out): in the loop's own unit, or on ``self`` in a method of the same
+    object that the loop calls (``self.scaler.update()`` in ``self.backward_step()``)."""
     found: dict[str, str] = {}
     for event in loop.events:
         receiver = _receiver(event)
-        if receiver is None or event.unit is not loop.unit:
+        if receiver is None or not _same_object(loop, event, receiver):
             continue
         if event.role is Role.SCHEDULER_STEP and event.kind is Kind.SCHEDULER:
             found.setdefault(receiver, "scheduler")
         elif event.kind is Kind.SCALER and event.role in (Role.STEP, Role.SCALER_UPDATE) \
-                and receiver not in loop.unit.facts.disabled_scalers:
+                and receiver not in event.unit.facts.disabled_scalers:
             found.setdefault(receiver, "scaler")
     return list(found.items())
 
 
 def optimizers_stepped(loop: TrainingLoop) -> set[str]:
-    """The optimizers the loop steps, as written (``scaler.step(opt)`` steps ``opt``)."""
+    """The optimizers the loop steps, as written (``scaler.step(opt)`` steps ``opt``), in its
+    own unit or on ``self`` in a method of the same object."""
     found: set[str] = set()
     for event in loop.of(Role.STEP):
-        if event.unit is not loop.unit:
-            continue
         if event.kind is Kind.SCALER and isinstance(event.node, cst.Call):
             name = dotted(first_arg(event.node))
         else:
             name = _receiver(event)
-        if name:
+        if name and _same_object(loop, event, name):
             found.add(name)
     return found
+
+
+def _same_object(loop: TrainingLoop, event: Event, receiver: str) -> bool:
+    """The event's receiver names the same object in the loop's unit: the unit is the loop's, or
+    a method of the loop's class that the loop calls and the receiver is on ``self``."""
+    if event.unit is loop.unit:
+        return True
+    own = loop.unit.unit.class_name
+    return own is not None and event.unit.unit.class_name == own and receiver.startswith("self.")
 
 
 def _receiver(event: Event) -> str | None:

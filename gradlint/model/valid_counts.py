@@ -74,6 +74,8 @@ def _in_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Unguarded
         count = _count(divisor, counts, masks)
         if count is None or _names(divisor) & guarded:
             continue
+        if _count(numerator, counts, masks) is not None:
+            continue  # a count over a count: a ratio (a micro-batch's share of the window), not a loss
         if not _loss_like(ast.unparse(numerator)) and not _loss_like(target or ""):
             continue
         tensor = isinstance(divisor, ast.Call) or counts.get(_name(divisor) or "", False)
@@ -132,18 +134,27 @@ def _count_names(func: ast.AST, masks: set[str]) -> dict[str, bool]:
 
 
 def _guarded_names(func: ast.AST) -> set[str]:
-    """Names a zero guard reads: an ``if`` / ``assert`` / ``while`` test (not a bare ``is
-    None`` test: a missing count is not a zero one), a ``max(...)``, ``clamp``, ``where`` or
+    """Names a zero guard reads: a part of an ``if`` / ``assert`` / ``while`` test (not an ``is
+    None`` test, alone or and-ed with others: a missing count is not a zero one), a ``max(...)``, ``clamp``, ``where`` or
     ``clip`` call, or a reassignment (``n = max(n, 1)``)."""
     guarded: set[str] = set()
     for node in ast.walk(func):
-        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)) and not _none_test(node.test):
-            guarded |= _names(node.test)
+        if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
+            for part in _conjuncts(node.test):
+                if not _none_test(part):
+                    guarded |= _names(part)
         elif isinstance(node, ast.Call):
             callee = node.func.attr if isinstance(node.func, ast.Attribute) else getattr(node.func, "id", "")
             if callee in ("max", "maximum", "clamp", "clamp_", "clamp_min", "clip", "where", "nan_to_num"):
                 guarded |= _names(node)
     return guarded
+
+
+def _conjuncts(test: ast.expr) -> list[ast.expr]:
+    """The operands of a test's top-level ``and`` (the test itself otherwise)."""
+    if isinstance(test, ast.BoolOp) and isinstance(test.op, ast.And):
+        return [part for value in test.values for part in _conjuncts(value)]
+    return [test]
 
 
 def _none_test(test: ast.expr) -> bool:

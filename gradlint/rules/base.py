@@ -10,6 +10,7 @@ from typing import ClassVar, Concatenate, ParamSpec
 from gradlint.catalogue import RuleInfo
 from gradlint.diagnostics import Edit, Fix, Span
 from gradlint.model.events import TrainingLoop
+from gradlint.project.context import ProjectContext
 
 P = ParamSpec("P")
 
@@ -76,10 +77,11 @@ class ModuleRule(Rule):
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         return iter(())
 
-    def check_module(self, tree: ast.Module, lines: list[str],
-                     loops: Sequence[TrainingLoop] = ()) -> Iterator[Finding]:
+    def check_module(self, tree: ast.Module, lines: list[str], loops: Sequence[TrainingLoop] = (),
+                     project: ProjectContext | None = None) -> Iterator[Finding]:
         """Findings for one module's syntax tree (``lines``: its text, numbered like the tree;
-        ``loops``: the module's training loops)."""
+        ``loops``: the module's training loops; ``project``: the project it is read in, when
+        there is one)."""
         raise NotImplementedError
 
 

@@ -9,6 +9,7 @@ from gradlint.catalogue import CATALOGUE
 from gradlint.diagnostics import Span
 from gradlint.model.events import TrainingLoop
 from gradlint.model.trainer_classes import HOOK_WORD, ignored_counts
+from gradlint.project.context import ProjectContext
 from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 
 
@@ -16,9 +17,9 @@ class LossIgnoresNumItems(ModuleRule):
     info = CATALOGUE["GL205"]
     words = (HOOK_WORD,)
 
-    def check_module(self, tree: ast.Module, lines: list[str],
-                     loops: Sequence[TrainingLoop] = ()) -> Iterator[Finding]:
-        for hook in ignored_counts(tree):
+    def check_module(self, tree: ast.Module, lines: list[str], loops: Sequence[TrainingLoop] = (),
+                     project: ProjectContext | None = None) -> Iterator[Finding]:
+        for hook in ignored_counts(tree, project):
             node = hook.node
             span = span_of(node, lines) if isinstance(node, ast.keyword) else _def_line(node, lines)
             if hook.owner is not None:

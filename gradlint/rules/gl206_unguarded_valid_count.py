@@ -9,6 +9,7 @@ from gradlint.catalogue import CATALOGUE
 from gradlint.diagnostics import Edit, Fix
 from gradlint.model.events import TrainingLoop
 from gradlint.model.valid_counts import COUNT_NAME, UnguardedDivision, unguarded_divisions
+from gradlint.project.context import ProjectContext
 from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 
 
@@ -16,8 +17,8 @@ class UnguardedValidCount(ModuleRule):
     info = CATALOGUE["GL206"]
     words = (".sum(", COUNT_NAME)
 
-    def check_module(self, tree: ast.Module, lines: list[str],
-                     loops: Sequence[TrainingLoop] = ()) -> Iterator[Finding]:
+    def check_module(self, tree: ast.Module, lines: list[str], loops: Sequence[TrainingLoop] = (),
+                     project: ProjectContext | None = None) -> Iterator[Finding]:
         for found in unguarded_divisions(tree):
             yield Finding(span_of(found.division, lines),
                           f"the loss is divided by {found.count}, a count of valid targets that can be 0; "

@@ -3,48 +3,104 @@ the scheduler or GradScaler the same training code steps."""
 
 from __future__ import annotations
 
-from collections.abc import Iterator
-
-import libcst as cst
+import ast
+from collections.abc import Iterator, Sequence
 
 from gradlint.catalogue import CATALOGUE
-from gradlint.fixes import primitives as edit
+from gradlint.diagnostics import Edit, Fix
+from gradlint.model.checkpoints import (
+    Checkpoint,
+    HelperSaves,
+    Scope,
+    aliases_in,
+    aliases_of,
+    checkpoints,
+    restores,
+    scopes_of,
+    state_dict_reads,
+)
 from gradlint.model.events import TrainingLoop
-from gradlint.model.training_state import Save, load_calls, mentions, optimizers_stepped, saves, stepped_state
-from gradlint.rules.base import Change, Finding, Invalid, Rule
+from gradlint.model.training_state import mentions, optimizers_stepped, stepped_state
+from gradlint.project.context import ProjectContext
+from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 
 
-class CheckpointMissingState(Rule):
+class CheckpointMissingState(ModuleRule):
     info = CATALOGUE["GL501"]
+    words = ("state_dict",)
 
-    def check(self, loop: TrainingLoop) -> Iterator[Finding]:
-        optimizers = optimizers_stepped(loop)
-        state = stepped_state(loop)
-        if not optimizers or not state:
-            return
-        for save in saves(loop):
-            text = loop.unit.text_of(save.state)
-            if not any(mentions(text, f"{o}.state_dict") for o in optimizers):
-                continue  # no optimizer state: a weights-only export
-            missing = [(name, what) for name, what in state if not mentions(text, name)]
-            if missing:
-                names = " and ".join(f"{name}.state_dict()" for name, _ in missing)
-                yield Finding(loop.unit.span(save.call),
-                              f"this checkpoint saves the optimizer's state but not {names}",
-                              self.fix(_add_entries, loop, save, missing),
-                              detail=f"The training loop steps {' and '.join(n for n, _ in missing)}: a resumed run "
-                              f"restarts its {_restarts(missing)}.")
-        loads = load_calls(loop)
-        restored = {receiver for _, receiver in loads}
-        for call, receiver in loads:
-            if receiver not in optimizers:
+    def check_module(self, tree: ast.Module, lines: list[str], loops: Sequence[TrainingLoop] = (),
+                     project: ProjectContext | None = None) -> Iterator[Finding]:
+        aliases = aliases_of(tree)
+        reported: set[tuple[int, int]] = set()
+        for loop in loops:
+            unit = loop.unit.unit
+            scopes = scopes_of(tree, unit.name, unit.class_name, unit.start_line, unit.end_line)
+            own = next((s for s in scopes if s.own), None)
+            if own is None:
                 continue
-            missing = [(name, what) for name, what in state if what == "scheduler" and name not in restored]
-            if missing:
-                names = " and ".join(f"{name}.load_state_dict(...)" for name, _ in missing)
-                yield Finding(loop.unit.span(call),
-                              f"the resume restores the optimizer but not the scheduler (no {names})",
-                              detail="The scheduler's warmup and decay restart from their first step.")
+            renamed = aliases_in(own.node)
+            optimizers = {renamed.get(o, o) for o in optimizers_stepped(loop)}
+            state = [(renamed.get(name, name), what) for name, what in stepped_state(loop)]
+            if not optimizers or not state:
+                continue
+            helpers = HelperSaves(tree, aliases, project, unit.class_name)
+            apart = set().union(*(state_dict_reads(s.node) for s in scopes))
+            for finding in self._saves(scopes, optimizers, state, apart, aliases, helpers, lines):
+                key = (finding.span.line, finding.span.column)
+                if key not in reported:
+                    reported.add(key)
+                    yield finding
+            for finding in _resumes(scopes, optimizers, state, lines):
+                key = (finding.span.line, finding.span.column)
+                if key not in reported:
+                    reported.add(key)
+                    yield finding
+
+    def _saves(self, scopes: list[Scope], optimizers: set[str], state: list[tuple[str, str]], apart: set[str],
+               aliases: dict[str, str], helpers: HelperSaves, lines: list[str]) -> Iterator[Finding]:
+        """Checkpoints of each scope that hold an optimizer's state but not the stepped state; a
+        state whose ``state_dict()`` the class or function reads anywhere is saved apart."""
+        for scope in scopes:
+            names = _visible(scope, optimizers)
+            wanted = [(name, what) for name, what in state if _visible(scope, {name}) and name not in apart]
+            for checkpoint in checkpoints(scope.node, aliases, helpers):
+                if not any(mentions(checkpoint.content, f"{o}.state_dict") for o in names):
+                    continue  # no optimizer state: a weights-only export
+                missing = [(name, what) for name, what in wanted if not mentions(checkpoint.content, name)]
+                if missing:
+                    listed = " and ".join(f"{name}.state_dict()" for name, _ in missing)
+                    yield Finding(span_of(checkpoint.call, lines),
+                                  f"this checkpoint saves the optimizer's state but not {listed}",
+                                  self._add_entries(checkpoint, missing, lines),
+                                  detail=f"The training loop steps {' and '.join(n for n, _ in missing)}: a resumed "
+                                  f"run restarts its {_restarts(missing)}.")
+
+    def _add_entries(self, checkpoint: Checkpoint, missing: list[tuple[str, str]], lines: list[str]) -> Fix | None:
+        """Append ``"scheduler": scheduler.state_dict()`` entries to the dict literal written in
+        the save call (whose keys are all strings, so the new keys can be told apart)."""
+        literal, applicability = checkpoint.literal, self.info.fix
+        if literal is None or applicability is None or not literal.keys or not all(
+                isinstance(k, ast.Constant) and isinstance(k.value, str) for k in literal.keys):
+            return None
+        keys = {k.value for k in literal.keys if isinstance(k, ast.Constant)}
+        first = span_of(literal.keys[0], lines)  # type: ignore[arg-type]  # str constants, checked above
+        quote = lines[first.line - 1][first.column - 1]
+        entries = []
+        for name, _ in missing:
+            key = name.rsplit(".", 1)[-1]
+            if key in keys:
+                return None  # the key is taken (by something else under that name)
+            keys.add(key)
+            entries.append(f"{quote}{key}{quote}: {name}.state_dict()")
+        value = literal.values[-1]  # the new entries follow the last value, before its comma (if any)
+        span = span_of(value, lines)
+        text = "\n".join(lines[span.line - 1:span.end_line])
+        start = span.column - 1
+        end = len(text) - len(lines[span.end_line - 1]) + span.end_column - 1
+        new = text[start:end] + ", " + ", ".join(entries)
+        return Fix(applicability, "Save " + " and ".join(f"`{name}.state_dict()`" for name, _ in missing) + " too",
+                   (Edit(span, new),))
 
     VALID = (
         """\
@@ -98,29 +154,30 @@ def train(model, loader, optimizer, scheduler, ckpt):
     )
 
 
+def _visible(scope: Scope, names: set[str]) -> set[str]:
+    """The names that mean the loop's objects in ``scope``: all in its own function, ``self``
+    attributes in the class's other methods."""
+    return names if scope.own else {n for n in names if n.startswith("self.")}
+
+
+def _resumes(scopes: list[Scope], optimizers: set[str], state: list[tuple[str, str]],
+             lines: list[str]) -> Iterator[Finding]:
+    """Restores of an optimizer in a scope when no scope restores the stepped scheduler."""
+    loads = [(scope, call, receiver) for scope in scopes for call, receiver in restores(scope.node)]
+    restored = {receiver for _, _, receiver in loads}
+    for scope, call, receiver in loads:
+        if receiver not in _visible(scope, optimizers):
+            continue
+        missing = [name for name, what in state if what == "scheduler" and _visible(scope, {name})
+                   and name not in restored]
+        if missing:
+            names = " and ".join(f"{name}.load_state_dict(...)" for name in missing)
+            yield Finding(span_of(call, lines),
+                          f"the resume restores the optimizer but not the scheduler (no {names})",
+                          detail="The scheduler's warmup and decay restart from their first step.")
+
+
 def _restarts(missing: list[tuple[str, str]]) -> str:
     kinds = {what for _, what in missing}
     parts = (["LR warmup and decay"] if "scheduler" in kinds else []) + (["loss scale"] if "scaler" in kinds else [])
     return " and ".join(parts)
-
-
-def _add_entries(loop: TrainingLoop, save: Save, missing: list[tuple[str, str]]) -> Change | None:
-    """Append ``"scheduler": scheduler.state_dict()`` entries to the saved dict literal (whose
-    keys are all strings, so the new keys can be told apart)."""
-    elements = save.state.elements
-    if not elements or not all(isinstance(e, cst.DictElement) and isinstance(e.key, cst.SimpleString)
-                               for e in elements):
-        return None
-    keys = {loop.unit.text_of(e.key).strip()[1:-1] for e in elements if isinstance(e, cst.DictElement)}
-    quote = loop.unit.text_of(elements[0].key).strip()[0] if isinstance(elements[0], cst.DictElement) else '"'
-    entries = []
-    for name, _ in missing:
-        key = name.rsplit(".", 1)[-1]
-        if key in keys:
-            return None  # the key is taken (by something else under that name)
-        keys.add(key)
-        entries.append(f"{quote}{key}{quote}: {name}.state_dict()")
-    value = elements[-1].value  # the new entries follow the last value, before its comma (if any)
-    new = loop.unit.text_of(value).strip() + ", " + ", ".join(entries)
-    return Change("Save " + " and ".join(f"`{name}.state_dict()`" for name, _ in missing) + " too",
-                  edit.replace(loop, value, new))

@@ -1,0 +1,323 @@
+"""What the checkpoints and resumes around a training loop store and restore, read with ``ast``.
+
+A checkpoint is a ``torch.save`` / ``accelerator.save`` of an object the code builds: a dict
+literal, or a name assigned dict literals and filled entry by entry (``ckpt = {}``,
+``ckpt["optimizer"] = opt.state_dict()``, ``ckpt.update(...)``); a helper of the module or of the
+project that saves one of its parameters (``save_checkpoint(state, path)``) or builds the dict
+from its parameters makes the call that passes them a checkpoint too. Its *content* is the text
+of everything stored, with the local names it reads expanded to their values, so a reader can
+ask whether ``optimizer.state_dict`` or ``scheduler`` occurs in it. What cannot be told (a
+``**`` entry, a dict returned by another call, a parameter) is no checkpoint: nothing is said.
+
+The scopes read for a loop are its own function and, for a method, the other methods of its
+class in the module (``save`` / ``load`` methods), where only ``self`` attributes name the same
+objects as the loop's.
+"""
+
+from __future__ import annotations
+
+import ast
+import re
+from collections.abc import Iterator
+from dataclasses import dataclass
+
+from gradlint.names import dotted_name
+from gradlint.project.context import ProjectContext
+from gradlint.project.symbols import Definition
+
+_SAVERS = frozenset({"torch.save"})
+_ACCELERATOR_SAVE = re.compile(r"(^|\.)accelerator\.save$")
+_DEPTH = 4
+"""How many local names deep a checkpoint's content is expanded."""
+
+Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint write: the call that makes it (the saver's, or the helper call that passes
+    the state), the text of what it stores, and the dict literal written in the call (if any)."""
+
+    call: ast.Call
+    content: str
+    literal: ast.Dict | None
+
+
+@dataclass(frozen=True)
+class Scope:
+    """A function whose checkpoints are read; ``own`` is the loop's own function (where every
+    name is the loop's), else a sibling method (where only ``self`` attributes are)."""
+
+    node: Function | ast.Module
+    own: bool
+
+
+def scopes_of(tree: ast.Module, name: str, class_name: str | None, start: int, end: int) -> list[Scope]:
+    """The loop's function (``name`` between lines ``start`` and ``end``; the module itself for
+    top-level code) and, in class ``class_name``, the class's other methods."""
+    if class_name is None:
+        own = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                    and n.name == name and start <= n.lineno <= end), None)
+        return [Scope(own if own is not None else tree, True)]
+    cls = next((n for n in tree.body if isinstance(n, ast.ClassDef) and n.name == class_name), None)
+    if cls is None:
+        return []
+    methods = [n for n in cls.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))]
+    return [Scope(m, m.name == name and start <= m.lineno <= end) for m in methods]
+
+
+def own_nodes(scope: Function | ast.Module) -> Iterator[ast.AST]:
+    """Every node of the function's (or module's top-level) code, nested functions, lambdas and
+    classes left out."""
+    stack: list[ast.AST] = list(reversed(scope.body))
+    while stack:
+        node = stack.pop()
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef, ast.Lambda)):
+            continue
+        yield node
+        stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+class _Values:
+    """The values a function assigns to each plain name (None: assigned some other way), and the
+    entries it adds to names (``d[k] = v``, ``d.update(...)``)."""
+
+    def __init__(self, scope: Function | ast.Module) -> None:
+        self.values: dict[str, list[ast.expr | None]] = {}
+        self.entries: dict[str, list[ast.expr | None]] = {}
+        for node in own_nodes(scope):
+            if isinstance(node, ast.Assign):
+                for target in node.targets:
+                    self._bind(target, node.value)
+            elif isinstance(node, (ast.AnnAssign, ast.AugAssign)) and isinstance(node.target, ast.Name):
+                self.values.setdefault(node.target.id, []).append(
+                    node.value if isinstance(node, ast.AnnAssign) else None)
+            elif isinstance(node, (ast.For, ast.AsyncFor, ast.With, ast.AsyncWith, ast.NamedExpr)):
+                for target in _targets(node):
+                    for name in _names(target):
+                        self.values.setdefault(name, []).append(None)
+            elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "update" \
+                    and isinstance(node.func.value, ast.Name):
+                arg = node.args[0] if len(node.args) == 1 and not node.keywords else None
+                self.entries.setdefault(node.func.value.id, []).append(arg if isinstance(arg, ast.Dict) else None)
+
+    def _bind(self, target: ast.expr, value: ast.expr) -> None:
+        if isinstance(target, ast.Name):
+            self.values.setdefault(target.id, []).append(value)
+        elif isinstance(target, ast.Subscript) and isinstance(target.value, ast.Name):
+            self.entries.setdefault(target.value.id, []).append(value)
+        else:
+            for name in _names(target):
+                self.values.setdefault(name, []).append(None)
+
+    def stored(self, expr: ast.expr) -> tuple[str, ast.Dict | None] | None:
+        """The text of the dict ``expr`` evaluates to (and the literal, when written there), or
+        None when it is not a dict the function builds."""
+        if isinstance(expr, ast.Dict):
+            return (self.expand(ast.unparse(expr)), expr) if None not in expr.keys else None
+        if not isinstance(expr, ast.Name):
+            return None
+        values = self.values.get(expr.id, [])
+        entries = self.entries.get(expr.id, [])
+        if not values or not all(_dict_value(v) for v in values) or None in entries:
+            return None
+        parts = [ast.unparse(v) for v in values if v is not None] + [ast.unparse(e) for e in entries if e is not None]
+        sole = values[0] if len(values) == 1 and not entries and isinstance(values[0], ast.Dict) else None
+        return self.expand(" ; ".join(parts)), sole
+
+    def expand(self, text: str) -> str:
+        """``text`` followed by the values of the local names it reads, recursively."""
+        seen: set[str] = set()
+        pending = [text]
+        parts: list[str] = []
+        for _ in range(_DEPTH):
+            found: list[str] = []
+            for piece in pending:
+                parts.append(piece)
+                for name in set(re.findall(r"(?<![\w.])[A-Za-z_]\w*", piece)) - seen:
+                    seen.add(name)
+                    found.extend(ast.unparse(v) for v in self.values.get(name, []) if v is not None)
+            pending = found
+        parts.extend(pending)
+        return " ; ".join(parts)
+
+
+def _dict_value(value: ast.expr | None) -> bool:
+    """``{...}`` with no ``**`` entry, or ``dict(...)`` with keywords only."""
+    if isinstance(value, ast.Dict):
+        return None not in value.keys
+    return isinstance(value, ast.Call) and dotted_name(value.func) == "dict" and not value.args \
+        and all(k.arg is not None for k in value.keywords)
+
+
+def _targets(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, (ast.For, ast.AsyncFor)):
+        return [node.target]
+    if isinstance(node, ast.NamedExpr):
+        return [node.target]
+    if isinstance(node, (ast.With, ast.AsyncWith)):
+        return [item.optional_vars for item in node.items if item.optional_vars is not None]
+    return []
+
+
+def _names(target: ast.expr) -> list[str]:
+    return [n.id for n in ast.walk(target) if isinstance(n, ast.Name)]
+
+
+def _saved(call: ast.Call, aliases: dict[str, str]) -> ast.expr | None:
+    """The object a saver call stores (its first argument, or ``obj=``), None for other calls."""
+    name = dotted_name(call.func)
+    if name is None:
+        return None
+    head, _, rest = name.partition(".")
+    qualified = f"{aliases.get(head, head)}.{rest}" if rest else aliases.get(head, head)
+    if qualified not in _SAVERS and not _ACCELERATOR_SAVE.search(name):
+        return None
+    if call.args:
+        return call.args[0] if not isinstance(call.args[0], ast.Starred) else None
+    return next((k.value for k in call.keywords if k.arg == "obj"), None)
+
+
+def aliases_of(tree: ast.Module) -> dict[str, str]:
+    """Local name -> qualified name, from the module's imports (``th`` -> ``torch``)."""
+    found: dict[str, str] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, ast.Import):
+            for alias in node.names:
+                found[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]
+        elif isinstance(node, ast.ImportFrom) and node.module and not node.level:
+            for alias in node.names:
+                found[alias.asname or alias.name] = f"{node.module}.{alias.name}"
+    return found
+
+
+def checkpoints(scope: Function | ast.Module, aliases: dict[str, str], helpers: HelperSaves) -> list[Checkpoint]:
+    """The checkpoints ``scope`` writes: saver calls of a dict it builds, and calls of helpers
+    that save what they are passed (or a dict they build from it)."""
+    values = _Values(scope)
+    found: list[Checkpoint] = []
+    for node in own_nodes(scope):
+        if not isinstance(node, ast.Call):
+            continue
+        saved = _saved(node, aliases)
+        if saved is not None:
+            stored = values.stored(saved)
+            if stored is not None:
+                found.append(Checkpoint(node, *stored))
+            continue
+        for content, literal in helpers.through(node, values):
+            found.append(Checkpoint(node, content, literal))
+    return found
+
+
+class HelperSaves:
+    """Functions of the module or the project that write a checkpoint for their caller: one
+    that saves a parameter (the caller's argument is the checkpoint), or that saves a dict it
+    builds (its content, with each parameter read as the caller's argument)."""
+
+    def __init__(self, tree: ast.Module, aliases: dict[str, str], project: ProjectContext | None,
+                 class_name: str | None) -> None:
+        self.functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        self.aliases = aliases
+        self.project = project
+        self.class_name = class_name
+
+    def through(self, call: ast.Call, values: _Values) -> list[tuple[str, ast.Dict | None]]:
+        """What ``call`` saves through a helper: (content, dict literal passed) per save."""
+        reached = self._helper(call)
+        if reached is None:
+            return []
+        helper, helper_aliases = reached
+        if helper.args.vararg is not None or helper.args.kwarg is not None:
+            return []
+        arguments = _bind_arguments(helper, call)
+        if arguments is None:
+            return []
+        inner = _Values(helper)
+        found: list[tuple[str, ast.Dict | None]] = []
+        for node in own_nodes(helper):
+            if not isinstance(node, ast.Call):
+                continue
+            saved = _saved(node, helper_aliases)
+            if saved is None:
+                continue
+            if isinstance(saved, ast.Name) and saved.id in arguments and saved.id not in inner.values:
+                stored = values.stored(arguments[saved.id])
+                if stored is not None:
+                    found.append(stored)
+                continue
+            own = inner.stored(saved)
+            if own is None:
+                continue
+            content = own[0]
+            for param, argument in arguments.items():
+                content = re.sub(rf"(?<![\w.]){re.escape(param)}(?!\w)", ast.unparse(argument), content)
+            found.append((values.expand(content), None))
+        return found
+
+    def _helper(self, call: ast.Call) -> tuple[Function, dict[str, str]] | None:
+        """The function ``call`` reaches, with its module's import aliases: a function of the
+        module, or through the project one of another module (a method of the loop's own class
+        is read as a sibling scope instead)."""
+        name = dotted_name(call.func)
+        if name is None or name.startswith("self."):
+            return None
+        if name in self.functions:
+            return self.functions[name], self.aliases
+        if self.project is None:
+            return None
+        found = self.project.reach(self.project.path, name, self.class_name)
+        if not isinstance(found, Definition) or "." in found.qualname:
+            return None
+        node = self.project.kinds.node(found)
+        tree = self.project.index.tree(found.path)
+        return (node, aliases_of(tree)) if node is not None and tree is not None else None
+
+
+def _bind_arguments(helper: Function, call: ast.Call) -> dict[str, ast.expr] | None:
+    """Parameter name -> the caller's argument expression; None when the call cannot be matched
+    (a ``*`` / ``**`` argument)."""
+    params = [a.arg for a in (*helper.args.posonlyargs, *helper.args.args)]
+    if any(isinstance(a, ast.Starred) for a in call.args) or any(k.arg is None for k in call.keywords):
+        return None
+    if len(call.args) > len(params):
+        return None
+    bound = dict(zip(params, call.args, strict=False))
+    keywords = {a.arg for a in (*helper.args.args, *helper.args.kwonlyargs)}
+    for keyword in call.keywords:
+        if keyword.arg in keywords:
+            bound[keyword.arg] = keyword.value
+    return bound
+
+
+def restores(scope: Function | ast.Module) -> list[tuple[ast.Call, str]]:
+    """``X.load_state_dict(...)`` calls of the scope, with ``X`` as written."""
+    found: list[tuple[ast.Call, str]] = []
+    for node in own_nodes(scope):
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "load_state_dict":
+            receiver = dotted_name(node.func.value)
+            if receiver:
+                found.append((node, receiver))
+    return found
+
+
+def state_dict_reads(scope: Function | ast.Module) -> set[str]:
+    """Objects the scope may save apart: receivers of ``X.state_dict()`` calls, and objects
+    handed to a call named for saving (``save_scheduler(scheduler, path)``)."""
+    found: set[str] = set()
+    for node in own_nodes(scope):
+        if not isinstance(node, ast.Call):
+            continue
+        callee = dotted_name(node.func) or ""
+        if isinstance(node.func, ast.Attribute) and node.func.attr == "state_dict":
+            found.add(dotted_name(node.func.value) or "")
+        elif any(word in callee.rsplit(".", 1)[-1].lower() for word in ("save", "checkpoint")):
+            found |= {name for arg in (*node.args, *(k.value for k in node.keywords)) if (name := dotted_name(arg))}
+    return found - {""}
+
+
+def aliases_in(scope: Function | ast.Module) -> dict[str, str]:
+    """Local names assigned exactly once, to a ``self`` attribute (``optimizer = self.optimizer``)."""
+    values = _Values(scope).values
+    return {name: text for name, found in values.items() if len(found) == 1 and isinstance(found[0], ast.Attribute)
+            and (text := dotted_name(found[0])) and text.startswith("self.") and text.count(".") == 1}

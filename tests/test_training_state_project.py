@@ -1,0 +1,117 @@
+"""Loss contracts and training state read across a project's modules (GL205, GL501, GL502):
+bases, loss functions, save helpers and model classes defined in another module, and the cache
+that must notice when that other module changes."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from conftest import FIXTURES, expected_markers
+
+from gradlint.engine import lint_source, recording_uses
+from gradlint.project.index import ProjectIndex
+from gradlint.settings import Settings, default_settings
+
+PROJECT = FIXTURES / "projects" / "loss_contracts"
+GL502 = Settings(select=frozenset({"GL502"}))
+
+MODEL = '''\
+import torch.nn as nn
+
+
+class ResNetTiny(nn.Module):
+    def __init__(self, classes):
+        super().__init__()
+        self.body = nn.Sequential(nn.Conv2d(3, 16, 3), nn.BatchNorm2d(16), nn.ReLU())
+        self.head = nn.Linear(16, classes)
+
+
+class FrozenNet(nn.Module):
+    def __init__(self):
+        super().__init__()
+        self.norm = nn.BatchNorm2d(16)
+        self.norm.eval()
+'''
+
+TRAIN = '''\
+from models import FrozenNet, ResNetTiny
+
+
+def train(loader, optimizer_cls, accum):
+    model = ResNetTiny(10)
+    frozen = FrozenNet()
+    optimizer = optimizer_cls(model.parameters())
+    for i, (x, y) in enumerate(loader):
+        (model(x, y) / accum).backward()
+        if (i + 1) % accum == 0 or i + 1 == len(loader):
+            optimizer.step()
+            optimizer.zero_grad()
+    return frozen
+'''
+
+
+def _project(root: Path, files: dict[str, str]) -> Path:
+    (root / ".git").mkdir()
+    for name, text in files.items():
+        (root / name).write_text(text, encoding="utf-8")
+    return root
+
+
+@pytest.mark.parametrize("name", ["trainers/focal.py", "trainers/sft.py", "run.py", "train_loop.py"])
+def test_each_module_reports_its_markers_in_the_project(name: str) -> None:
+    source = (PROJECT / name).read_text(encoding="utf-8")
+    found = lint_source(source, str(PROJECT / name), default_settings(), project=ProjectIndex())
+    assert {(d.line, d.code) for d in found} == expected_markers(source)
+
+
+@pytest.mark.parametrize("name", ["trainers/focal.py", "run.py", "train_loop.py"])
+def test_a_module_alone_knows_nothing_of_its_base_loss_or_helper(tmp_path: Path, name: str) -> None:
+    """Copied alone (the project base, loss function or save helper missing) the module reports
+    none of its markers: they come from the other module. (trl's SFTTrainer is a known base.)"""
+    source = (PROJECT / name).read_text(encoding="utf-8").replace("from .base", "from base")
+    alone = _project(tmp_path, {"alone.py": source})
+    assert lint_source(source, str(alone / "alone.py"), default_settings(), project=ProjectIndex()) == []
+
+
+def test_gl502_reports_a_model_of_another_module_at_its_construction(tmp_path: Path) -> None:
+    root = _project(tmp_path, {"models.py": MODEL, "train.py": TRAIN})
+    found = lint_source(TRAIN, str(root / "train.py"), GL502, project=ProjectIndex())
+    assert [(d.line, d.column, d.code, d.severity.value) for d in found] == [(5, 13, "GL502", "info")]
+    assert found[0].message == "ResNetTiny's BatchNorm (models.py:7) sees one micro-batch, not the window (train, line 8)"
+
+
+def test_gl502_is_silent_without_accumulation_or_when_converted(tmp_path: Path) -> None:
+    plain = TRAIN.replace("(model(x, y) / accum).backward()", "model(x, y).backward()").replace(
+        "        if (i + 1) % accum == 0 or i + 1 == len(loader):\n            optimizer.step()\n"
+        "            optimizer.zero_grad()\n", "        optimizer.step()\n        optimizer.zero_grad()\n")
+    synced = TRAIN.replace("    model = ResNetTiny(10)\n",
+                           "    model = nn.SyncBatchNorm.convert_sync_batchnorm(ResNetTiny(10))\n")
+    root = _project(tmp_path, {"models.py": MODEL})
+    for text in (plain, synced):
+        (root / "train.py").write_text(text, encoding="utf-8")
+        assert lint_source(text, str(root / "train.py"), GL502, project=ProjectIndex()) == []
+
+
+def test_a_module_rule_records_the_other_modules_it_reads(tmp_path: Path) -> None:
+    """A cached result of train.py is valid only while models.py is unchanged: the module rule's
+    read of models.py is recorded like the loops' reads."""
+    root = _project(tmp_path, {"models.py": MODEL, "train.py": TRAIN})
+    with recording_uses() as used:
+        lint_source(TRAIN, str(root / "train.py"), GL502, project=ProjectIndex())
+    assert (root / "models.py").absolute() in used
+
+
+@pytest.mark.parametrize(("idiom", "old", "new", "expected"), [
+    ("torch/checkpoint_methods.py", '        state["scheduler"] = self.scheduler.state_dict()\n', "", {(30, "GL501")}),
+    ("torch/checkpoint_methods.py", '        state.update({"scaler": self.scaler.state_dict()})\n', "", {(30, "GL501")}),
+    ("torch/checkpoint_methods.py", '        self.scheduler.load_state_dict(state["scheduler"])\n', "", {(39, "GL501")}),
+    ("transformers/trl_trainers.py", "MarginDPOTrainer(DPOTrainer)", "MarginDPOTrainer(SFTTrainer)", {(9, "GL205")}),
+    ("transformers/trl_trainers.py", "    loss_is_scaled_for_ga = False\n\n", "", {(33, "GL205")}),
+])
+def test_the_correct_forms_are_flagged_once_broken(idiom: str, old: str, new: str, expected: set) -> None:
+    """Each trap of the idioms is clean because of the line the edit removes."""
+    source = (FIXTURES / "idioms" / idiom).read_text(encoding="utf-8")
+    assert old in source
+    broken = source.replace(old, new)
+    assert {(d.line, d.code) for d in lint_source(broken, "idiom.py", default_settings())} == expected
