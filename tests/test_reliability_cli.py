@@ -130,6 +130,10 @@ def test_configuration_errors_are_one_line_and_exit_2(tmp_path: Path, config: st
     (["--extend-exclude", "x,!"], "--extend-exclude: invalid pattern '!' (Invalid git pattern: '!')"),
     (["--timeout", "-1"], "--timeout expects a whole number >= 0, got '-1'"),
     (["--select", "GL999"], "--select: unknown rule code or prefix 'GL999'"),
+    (["--config", "\r"], "\\r: configuration file not found"),
+    (["--config", "a\nb\x1b[2J"], "a\\nb\\x1b[2J: configuration file not found"),
+    (["--select", "GL1\u2028x"], "--select: unknown rule code or prefix 'GL1\\u2028x'"),
+    (["--timeout", "x\r"], "--timeout expects a whole number >= 0, got 'x\\r'"),
 ])
 def test_option_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str], error: str) -> None:
     (tmp_path / "bad.py").write_text(BAD)
