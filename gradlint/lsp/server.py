@@ -271,13 +271,23 @@ class GradlintServer(LanguageServer):
             return None
         loop = asyncio.get_running_loop()
         try:
-            fixed = await loop.run_in_executor(self.lint_executor, fix_source, text,
-                                               document_path(uri) or uri, outcome.settings, False)
+            fixed = await loop.run_in_executor(self.lint_executor, self._fix_job, uri, text, outcome.settings)
         except Exception as exc:  # the quick fixes and the other actions are still offered
             LOG.exception("fix all failed for %s", uri)
             self.log(types.MessageType.Error, f"gradlint could not fix {uri}: {type(exc).__name__}: {exc}")
             return None
-        return whole_text_edit(text, fixed.text, self.encoding) if fixed.text != text else None
+        if fixed is None or fixed == text:
+            return None
+        return whole_text_edit(text, fixed, self.encoding)
+
+    def _fix_job(self, uri: str, text: str, settings: Settings) -> str | None:
+        """Runs on the lint thread: the text with every safe fix, None when out of time."""
+        try:
+            with thread_budget(self.timeout):
+                return fix_source(text, document_path(uri) or uri, settings, False).text
+        except AnalysisTimeout:
+            LOG.warning("gave up fixing %s: out of time", uri)
+            return None
 
     def relint_open_documents(self) -> None:
         """Configuration changed: recompute every open document's diagnostics."""
