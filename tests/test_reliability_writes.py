@@ -10,7 +10,7 @@ import sys
 from pathlib import Path
 
 import pytest
-from samples import BAD
+from samples import BAD, gradlint
 
 import gradlint.writer as writer
 from gradlint.writer import TEMPORARY_SUFFIX, write_atomic
@@ -194,3 +194,27 @@ def test_fix_and_add_noqa_keep_mode_owner_xattrs_acls_and_hard_links(tmp_path: P
     if acls:
         assert os.getxattr(other, ACL) == ACL_USER_4321_RW
     assert sorted(p.name for p in tmp_path.iterdir()) == ["same-inode.py", "single.py", "train.py"]
+
+
+def test_a_save_landing_while_the_cli_fixes_is_kept_and_reported(tmp_path: Path,
+                                                                 monkeypatch: pytest.MonkeyPatch) -> None:
+    """The editor saves (a comment on top) between gradlint's read and its rename: the
+    save is kept, the run says so, and the findings reported are those of the saved text."""
+    monkeypatch.chdir(tmp_path)
+    path = tmp_path / "train.py"
+    path.write_text(BAD)
+    saved = "# saved by the editor\n" + BAD
+    real = writer._copy_metadata
+
+    def racing(info: os.stat_result, source: Path, temporary: str) -> None:
+        real(info, source, temporary)
+        path.write_text(saved)
+
+    monkeypatch.setattr(writer, "_copy_metadata", racing)
+    result = gradlint("check", "--fix", "--no-cache", "-j", "1", "--format", "concise", "train.py")
+    assert result.stderr == "gradlint: warning: train.py: not fixed: file changed while it was being fixed\n"
+    assert [line.split(" ")[:2] for line in result.stdout.splitlines() if line.startswith("train.py")] == [
+        ["train.py:13:13:", "GL101"], ["train.py:14:13:", "GL104"]]
+    assert result.exit_code == 1
+    assert path.read_text() == saved
+    assert [p.name for p in tmp_path.iterdir()] == ["train.py"]
