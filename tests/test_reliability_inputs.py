@@ -422,3 +422,24 @@ def test_time_budget_is_not_armed_outside_the_main_thread() -> None:
     thread.start()
     thread.join()
     assert seen == [(0.0, 0.0)]
+
+
+_TIMED_OUT = "not analysed: its analysis took more than 1 CPU seconds (--timeout 0 removes the limit)"
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise", "text", "json", "json-lines", "sarif", "github",
+                                           "gitlab", "junit"])
+def test_a_runaway_analysis_is_a_gl000_in_every_format_and_exits_1(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   output_format: str) -> None:
+    """The only file given runs out of time: every format carries the GL000 (no format says
+    "all checks passed"), the exit status is 1, and 0 only with ``--exit-zero``."""
+    (project / "runaway.py").write_text(BAD)
+    _spin_on_runaway(monkeypatch)
+    args = ("check", "--no-cache", "--isolated", "-j", "1", "--timeout", "1", "--format", output_format, "runaway.py")
+    result = gradlint(*args)
+    assert result.exit_code == 1
+    assert "GL000" in result.stdout and _TIMED_OUT in result.stdout.replace("\\n", "\n")
+    assert "All checks passed" not in result.stdout
+    if output_format in ("json", "sarif", "gitlab"):
+        json.loads(result.stdout)
+    assert gradlint(*args[:1], "--exit-zero", *args[1:]).exit_code == 0

@@ -180,3 +180,13 @@ def test_a_corrupt_cache_entry_is_linted_again_through_the_cli(project: Path) ->
             entry.write_text(json.dumps({"diagnostics": [{"line": 1, "code": 5}]}))
     again = gradlint("check", "--isolated", "--format", "concise", "bad.py")
     assert (again.exit_code, again.stdout) == (first.exit_code, first.stdout)
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise", "text", "json", "json-lines", "sarif", "github",
+                                           "gitlab", "junit"])
+def test_a_file_over_the_size_limit_is_a_gl000_in_every_format_and_exits_1(project: Path, output_format: str) -> None:
+    result = _check("--format", output_format, "--max-file-size", "10", "bad.py")
+    assert result.exit_code == 1
+    assert "GL000" in result.stdout and _GL000 in result.stdout
+    assert "All checks passed" not in result.stdout
+    assert _check("--format", output_format, "--max-file-size", "10", "--exit-zero", "bad.py").exit_code == 0
