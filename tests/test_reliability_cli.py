@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from samples import BAD, gradlint
 
@@ -91,6 +91,8 @@ _OPTIONS = ["--select", "--ignore", "--extend-select", "--exclude", "--extend-ex
 
 @FUZZ
 @given(options=st.lists(st.tuples(st.sampled_from(_OPTIONS), _option_values), max_size=4))
+@example(options=[("--config", "\r")])  # once two lines: echoed input must have its control characters escaped
+@example(options=[("--output-file", "a\nb/c"), ("--stdin-filename", "\x1b[1m")])
 def test_any_option_values_run_or_fail_in_one_line(options: list[tuple[str, str]]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)

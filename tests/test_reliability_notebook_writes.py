@@ -118,3 +118,18 @@ def test_a_form_feed_in_a_fixed_cell_does_not_split_its_line(tmp_path: Path, mon
     assert gradlint("check", "--fix", "nb.ipynb").exit_code == 0
     fixed = _fixed(document)
     assert (tmp_path / "nb.ipynb").read_text(encoding="utf-8") == STYLES["jupyter-indent-1"](fixed)
+
+
+def test_the_source_values_are_found_where_json_reads_them() -> None:
+    """A key given twice counts the last time (as for ``json.loads``), cells that are not
+    objects keep their number, and strings holding braces, brackets and quotes are skipped."""
+    from gradlint.notebook_json import source_values
+
+    raw = ('{"cells": [], "meta": "}]\\"[{", "cells" : [ 7, {"source": "a", "x": {"source": "no"},'
+           ' "source" :\n  ["b\\n", "c"] }, {"cell_type": "code"} ] }')
+    document = json.loads(raw)
+    found = source_values(raw)
+    assert sorted(found) == [2]
+    value = found[2]
+    assert json.loads(raw[value.start:value.end]) == document["cells"][1]["source"] == ["b\n", "c"]
+    assert value.key_space == " "
