@@ -8,6 +8,7 @@ continuation cannot carry a comment and is left alone (counted as skipped).
 
 from __future__ import annotations
 
+import codecs
 import io
 import re
 import tokenize
@@ -111,8 +112,9 @@ def add_noqa_file(path: Path, diagnostics: list[Diagnostic]) -> Added:
 
 
 def _add_to_notebook(path: Path, data: bytes, diagnostics: list[Diagnostic]) -> Added:
+    bom = codecs.BOM_UTF8 if data.startswith(codecs.BOM_UTF8) else b""
     try:
-        notebook = read_notebook(data.decode("utf-8-sig"))
+        notebook = read_notebook(data[len(bom):].decode("utf-8"))
     except (UnicodeDecodeError, NotebookError):
         return Added("")
     total = Added("")
@@ -125,6 +127,9 @@ def _add_to_notebook(path: Path, data: bytes, diagnostics: list[Diagnostic]) -> 
         if result.added:
             sources[cell.number] = result.text
     if sources:
-        total.text = write_cells(notebook, sources)
-        write_atomic(path, total.text.encode("utf-8"), expected=data)
+        try:
+            total.text = write_cells(notebook, sources)
+        except NotebookError:
+            return Added("")
+        write_atomic(path, bom + total.text.encode("utf-8"), expected=data)
     return total

@@ -6,8 +6,9 @@ busy pool does not make a file time out, only its own work does. When the budget
 :class:`AnalysisTimeout` is raised into the analysis wherever it is.
 
 The timer needs a signal, so the budget applies in a process's main thread on platforms
-with ``setitimer`` (the command line, each worker of its process pool). Elsewhere (the
-language server's lint thread, Windows) the block runs without a budget.
+with ``setitimer`` (the command line, each worker of its process pool). The language
+server's lint thread has its own, a watchdog on the thread's CPU clock
+(:func:`gradlint.lsp.guard.thread_budget`); elsewhere (Windows) the block runs without one.
 """
 
 from __future__ import annotations

@@ -45,6 +45,7 @@ from typing import Any
 from gradlint import __version__
 from gradlint.diagnostics import Diagnostic, Fix, Severity, Span
 from gradlint.settings import Settings
+from gradlint.source import read_source_file
 
 CACHE_DIR_NAME = ".gradlint_cache"
 CACHE_DIR_ENV = "GRADLINT_CACHE_DIR"
@@ -207,7 +208,7 @@ class Cache:
     def _index(self) -> dict[str, list[Any]]:
         if self._files is None:
             try:
-                loaded = json.loads((self._entries / "files.json").read_bytes())
+                loaded = json.loads(read_source_file(self._entries / "files.json"))
                 self._files = loaded if isinstance(loaded, dict) else {}
             except (OSError, ValueError):
                 self._files = {}
@@ -242,7 +243,7 @@ class Cache:
         """The cached diagnostics of ``key``, reported at ``path``; None on a miss, and when a
         project module the result was computed from has changed since."""
         try:
-            stored = json.loads(self._path(key).read_bytes())
+            stored = json.loads(read_source_file(self._path(key)))
             items = stored["diagnostics"] if isinstance(stored, dict) else None
             if not isinstance(items, list) or not _unchanged(stored.get("uses", {})):
                 return None
@@ -301,7 +302,7 @@ def clean(directory: Path) -> bool:
         return False
     tag = directory / "CACHEDIR.TAG"
     try:
-        ours = directory.is_dir() and tag.read_text(encoding="utf-8") == CACHEDIR_TAG
+        ours = directory.is_dir() and read_source_file(tag) == CACHEDIR_TAG.encode()
     except OSError:
         ours = False
     if not ours:

@@ -36,6 +36,7 @@ from gradlint.discovery import discover
 from gradlint.exclusion import PathFilter
 from gradlint.paths import is_folder
 from gradlint.reporters import DEFAULT_FORMAT, FORMATS, Report, ReportOptions, render
+from gradlint.reporters.model import shown_path
 from gradlint.reporters.progress import progress_wanted
 from gradlint.rule_docs import rule_record
 from gradlint.runner import DEFAULT_MAX_FILE_SIZE, Mode, Piped, Progress, RunResult, default_jobs, display_path, run
@@ -65,6 +66,13 @@ class Failure(Exception):
     """A run that cannot go on: one clear line on stderr, exit status 2."""
 
 
+def say(kind: str, message: str) -> None:
+    """One line on stderr, ``gradlint: KIND: MESSAGE``; control characters and undecodable
+    bytes in the message (echoed user input: a path, an option value) are escaped, so it
+    stays one line."""
+    click.echo(f"gradlint: {kind}: {shown_path(message)}", err=True)
+
+
 def fail(message: str) -> NoReturn:
     """Stop the command with ``message`` (see :class:`Failure`)."""
     raise Failure(message)
@@ -79,7 +87,7 @@ def _exits(command: Callable[..., int | None]) -> Callable[..., None]:
         try:
             status = command(*args, **kwargs) or 0
         except Failure as exc:
-            click.echo(f"gradlint: error: {exc}", err=True)
+            say("error", str(exc))
             status = 2
         except KeyboardInterrupt:
             interrupted()
@@ -125,7 +133,7 @@ class _Group(click.Group):
         except (click.exceptions.Abort, _Interrupted):
             interrupted()
         except click.ClickException as exc:
-            click.echo(f"gradlint: error: {exc.format_message()}", err=True)
+            say("error", exc.format_message())
             sys.exit(exc.exit_code)
         sys.exit(status if isinstance(status, int) else 0)
 
@@ -313,7 +321,7 @@ class _CheckJob:
         files = discover(targets, PathFilter(resolver, self.overrides), skipped)
         if warn:
             for line in skipped:
-                click.echo(f"gradlint: warning: {line}", err=True)
+                say("warning", line)
             found = [os.path.normpath(os.path.abspath(f)) for f in files]
             for target in targets:
                 if not is_folder(target):
@@ -321,7 +329,7 @@ class _CheckJob:
                 prefix = os.path.join(os.path.normpath(os.path.abspath(target)), "")
                 explained = any(line.startswith(f"{target}: ") for line in skipped)  # excluded, said already
                 if not explained and not any(f.startswith(prefix) for f in found):
-                    click.echo(f"gradlint: warning: No Python files found under {target}", err=True)
+                    say("warning", f"No Python files found under {target}")
         return files
 
     def show(self, show_settings: bool) -> int:
@@ -409,7 +417,7 @@ def _watch(once: Callable[[], int], job: _CheckJob, interval: float) -> int:
         try:
             current = _stamps(job.discover(job.resolver(), warn=seen is None))
         except SettingsError as exc:
-            click.echo(f"gradlint: error: {exc}", err=True)
+            say("error", str(exc))
             current = seen or {}
         if current != seen:
             if seen is not None:
@@ -417,7 +425,7 @@ def _watch(once: Callable[[], int], job: _CheckJob, interval: float) -> int:
             try:
                 once()
             except Failure as exc:
-                click.echo(f"gradlint: error: {exc}", err=True)
+                say("error", str(exc))
             sys.stdout.flush()
             seen = current  # as before the run: an edit during it (or --fix's own) runs it again
         time.sleep(interval)
@@ -464,11 +472,11 @@ def _notify_skipped(result: RunResult, timeout: int, *, gave_up: bool = True) ->
     """One notice on stderr per file skipped for its size or (with ``gave_up``) given up for
     its analysis time (not a diagnostic)."""
     for skipped in result.skipped:
-        click.echo(f"gradlint: notice: skipped {skipped.path}: {skipped.size} bytes is over the "
-                   f"{skipped.limit}-byte limit (--max-file-size 0 checks it)", err=True)
+        say("notice", f"skipped {skipped.path}: {skipped.size} bytes is over the "
+                      f"{skipped.limit}-byte limit (--max-file-size 0 checks it)")
     for path in result.timed_out if gave_up else ():
-        click.echo(f"gradlint: notice: gave up on {path}: its analysis took more than {timeout} CPU seconds "
-                   f"(--timeout 0 removes the limit)", err=True)
+        say("notice", f"gave up on {path}: its analysis took more than {timeout} CPU seconds "
+                      f"(--timeout 0 removes the limit)")
 
 
 def _emit(report: Report, output: _Output, stream: TextIO | None = None) -> None:
@@ -492,7 +500,7 @@ def _report_fixes(result: RunResult, fixing: _Fixing, output: _Output) -> int:
 
     _notify_skipped(result, 0, gave_up=False)  # a file out of time is a "not fixed" warning
     for line in problems(result.fixes):
-        click.echo(f"gradlint: warning: {line}", err=True)
+        say("warning", line)
     if fixing.mode is Mode.DIFF:
         render_diff(result.fixes, sys.stdout)
         render_fixes(result.fixes, sys.stderr, would=True)
@@ -560,7 +568,7 @@ def _add_noqa(files: list[Path], diagnostics: list[Diagnostic]) -> int:
         try:
             result = add_noqa_file(path, found)
         except OSError as exc:
-            click.echo(f"gradlint: error: cannot add noqa to {display_path(path)}: {exc.strerror or exc}", err=True)
+            say("error", f"cannot add noqa to {display_path(path)}: {exc.strerror or exc}")
             failed += 1
             continue
         added += result.added

@@ -27,6 +27,7 @@ from gradlint.catalogue import CATALOGUE
 from gradlint.names import Kind
 from gradlint.paths import is_file, is_folder
 from gradlint.settings import Settings, SettingsError, expand_codes
+from gradlint.source import read_source_file
 
 if sys.version_info >= (3, 11):
     import tomllib
@@ -283,8 +284,7 @@ def rebase_pattern(pattern: str, old: Path, new: Path) -> str | None:
 
 def _read_toml(path: Path) -> dict[str, Any]:
     try:
-        with path.open("rb") as handle:
-            return tomllib.load(handle)
+        return tomllib.loads(read_source_file(path).decode("utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise SettingsError(f"{_shown(path)}: invalid TOML: {exc}") from None
     except UnicodeDecodeError:
@@ -348,7 +348,7 @@ def _may_configure_gradlint(path: Path) -> bool:
     """Whether an unreadable ``pyproject.toml`` may hold a ``[tool.gradlint]`` table: its bytes
     name gradlint somewhere (in any spelling TOML allows, or through a bare ``[tool]`` table)."""
     try:
-        return b"gradlint" in path.read_bytes()
+        return b"gradlint" in read_source_file(path)
     except OSError:
         return True
 

@@ -10,6 +10,7 @@ import pathspec
 
 from gradlint.config import Config, ConfigResolver, Overrides, matches, matches_relative, pattern_error
 from gradlint.paths import SKIPPED_DIRS
+from gradlint.source import read_source_file
 
 DEFAULT_EXCLUDE = tuple(sorted(SKIPPED_DIRS))
 
@@ -85,7 +86,7 @@ class _FolderRules:
 
 @lru_cache(maxsize=1024)
 def _load_spec(path: Path, stamp: tuple[int, int]) -> pathspec.PathSpec:
-    lines = path.read_text(encoding="utf-8", errors="replace").splitlines()
+    lines = read_source_file(path).decode("utf-8", "replace").splitlines()
     return pathspec.GitIgnoreSpec.from_lines(line for line in lines if pattern_error(line) is None)
 
 

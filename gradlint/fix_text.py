@@ -38,21 +38,34 @@ def newline_of(text: str) -> str:
 
 def apply_fixes(text: str, fixes: Iterable[Fix]) -> str:
     """``text`` with the edits of ``fixes`` (non-overlapping) applied; inserted text gets
-    the file's line ending."""
+    the line ending of the line it lands in (in a file of mixed endings, its new
+    neighbours')."""
     offsets = Offsets(text)
-    newline = newline_of(text)
-    edits: list[tuple[int, int, str]] = []
+    default = newline_of(text)
+    edits: list[tuple[int, int, str, str]] = []
     for fix in fixes:
         for edit in fix.edits:
             start = offsets(edit.span.line, edit.span.column)
             end = offsets(edit.span.end_line, edit.span.end_column)
-            edits.append((start, end, _with_newline(edit, newline)))
-    for start, end, content in sorted(edits, reverse=True):
+            newline = _newline_at(text, start, default)
+            edits.append((start, end, _with_newline(edit, newline), newline))
+    for start, end, content, newline in sorted(edits, reverse=True):
         if content and start == len(text) and text and not text.endswith(("\n", "\r")):
             # after a last line without a line ending: the file keeps ending without one
             content = newline + (content[: -len(newline)] if content.endswith(newline) else content)
         text = text[:start] + content + text[end:]
     return text
+
+
+def _newline_at(text: str, offset: int, default: str) -> str:
+    """The line ending of the line holding ``offset`` (of the line before, on a last line
+    without one; ``default`` in a file of one line)."""
+    end = text.find("\n", offset)
+    if end == -1:
+        end = text.rfind("\n", 0, offset)
+        if end == -1:
+            return default
+    return "\r\n" if end > 0 and text[end - 1] == "\r" else "\n"
 
 
 def _with_newline(edit: Edit, newline: str) -> str:

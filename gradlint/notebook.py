@@ -7,13 +7,12 @@ statement of the same indentation: line magics (``%time``), shell escapes (``!pi
 ``x = !ls``), help (``obj?``) and the first line of a Python cell magic (``%%time``);
 cells of other cell magics (``%%bash``) are masked whole. Positions are reported as
 (cell, line in cell, column), cells numbered from 1 over all cells as Jupyter shows them.
-Writing back changes only the ``source`` of fixed cells and re-serialises the JSON with
-the indentation and escaping the file had, so the rest stays byte for byte the same.
+Writing back replaces only the text of the ``source`` values of fixed cells
+(:mod:`gradlint.notebook_json`), so the rest stays byte for byte the same.
 """
 
 from __future__ import annotations
 
-import copy
 import io
 import json
 import re
@@ -23,6 +22,7 @@ from typing import Any
 
 from gradlint.catalogue import SYNTAX_ERROR
 from gradlint.diagnostics import Diagnostic, Edit, Fix, Span
+from gradlint.notebook_json import indent_unit, source_text, source_values
 from gradlint.settings import Settings
 
 _MARKER = "# <gradlint cell {}>"
@@ -277,35 +277,22 @@ def cell_texts(notebook: Notebook, joined: str) -> dict[int, str] | None:
     return changed
 
 
-def _dump(document: Any, indent: int | None, ensure_ascii: bool) -> str:
-    separators = (",", ": ") if indent is not None else (", ", ": ")
-    return json.dumps(document, indent=indent, ensure_ascii=ensure_ascii, separators=separators)
-
-
-def _style(notebook: Notebook) -> tuple[int | None, bool]:
-    """The ``json.dumps`` options that reproduce the file (or the closest guess)."""
-    raw = notebook.raw.rstrip("\n")
-    match = re.search(r"^\{\s*\n( +)\"", notebook.raw)
-    guesses = [int(len(match.group(1)))] if match else []
-    for indent in (*guesses, 1, 2, 4, None):
-        for ensure_ascii in (False, True):
-            if _dump(notebook.document, indent, ensure_ascii) == raw:
-                return indent, ensure_ascii
-    return (guesses[0] if guesses else 1), "\\u" in notebook.raw
-
-
 def write_cells(notebook: Notebook, sources: dict[int, str]) -> str:
-    """The notebook JSON with the ``source`` of the given cells replaced."""
-    indent, ensure_ascii = _style(notebook)
-    document = copy.deepcopy(notebook.document)
-    for number, text in sources.items():
-        cell = document["cells"][number - 1]
-        if isinstance(cell.get("source"), list):
-            cell["source"] = text.splitlines(keepends=True)
-        else:
-            cell["source"] = text
-    trailing = notebook.raw[len(notebook.raw.rstrip("\n")):]
-    return _dump(document, indent, ensure_ascii) + trailing
+    """The notebook JSON with the ``source`` of the given cells replaced: only the text of
+    those values changes, the rest of the file stays byte for byte the same."""
+    raw = notebook.raw
+    values = source_values(raw)
+    unit = indent_unit(raw)
+    pieces: list[str] = []
+    at = 0
+    for number in sorted(sources):
+        value = values.get(number)
+        if value is None:
+            raise NotebookError(f"cell {number} has no source to rewrite")
+        pieces += [raw[at:value.start], source_text(raw, value, sources[number], unit)]
+        at = value.end
+    pieces.append(raw[at:])
+    return "".join(pieces)
 
 
 @dataclass

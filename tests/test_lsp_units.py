@@ -84,12 +84,28 @@ def test_fix_all_edit_replaces_only_the_changed_lines():
 
     old = "a\nb\nc\nd\n"
     edit = whole_text_edit(old, "a\nB\nC\nd\n", UTF16)
-    assert edit.range == types.Range(types.Position(1, 0), types.Position(2, 1))
-    assert edit.new_text == "B\nC"
+    assert edit.range == types.Range(types.Position(1, 0), types.Position(3, 0))
+    assert edit.new_text == "B\nC\n"
     edit = whole_text_edit(old, "a\nd\n", UTF16)
-    lines = old.split("\n")
-    assert edit.range.start.line == 1 and edit.range.end.line == 3
-    assert lines[1:4] == ["b", "c", "d"] and edit.new_text == "d"
+    assert edit.range == types.Range(types.Position(1, 0), types.Position(3, 0))
+    assert edit.new_text == ""
+
+
+@pytest.mark.parametrize(("old", "new", "start", "end", "content"), [
+    ("a\r\nb\r\nc", "a\r\nB\r\nc", 1, (2, 0), "B\r\n"),
+    ("a\rb\rc", "a\rb\rC\u00e9", 2, (2, 1), "C\u00e9"),
+    ("x\x0c = 1\nb\n", "x\x0c = 1\nB\n", 1, (2, 0), "B\n"),
+    ("a\u2028b\nc\n", "a\u2028b\nC\n", 1, (2, 0), "C\n"),
+], ids=["crlf", "lone-cr-last-line", "form-feed", "line-separator"])
+def test_fix_all_edit_counts_lines_like_an_lsp_client(old: str, new: str, start: int, end: tuple[int, int],
+                                                      content: str):
+    """Lines end at ``\\n``, ``\\r\\n`` and ``\\r`` only, each kept in the edit as it is."""
+    from gradlint.lsp.convert import whole_text_edit
+
+    edit = whole_text_edit(old, new, UTF16)
+    assert (edit.range.start.line, edit.range.start.character) == (start, 0)
+    assert (edit.range.end.line, edit.range.end.character) == end
+    assert edit.new_text == content
 
 
 def test_without_the_extra_the_command_says_what_to_install(monkeypatch: pytest.MonkeyPatch):

@@ -10,7 +10,7 @@ import tempfile
 from pathlib import Path
 
 import pytest
-from hypothesis import HealthCheck, given, settings
+from hypothesis import HealthCheck, example, given, settings
 from hypothesis import strategies as st
 from samples import BAD, gradlint
 
@@ -91,6 +91,8 @@ _OPTIONS = ["--select", "--ignore", "--extend-select", "--exclude", "--extend-ex
 
 @FUZZ
 @given(options=st.lists(st.tuples(st.sampled_from(_OPTIONS), _option_values), max_size=4))
+@example(options=[("--config", "\r")])  # once two lines: echoed input must have its control characters escaped
+@example(options=[("--output-file", "a\nb/c"), ("--stdin-filename", "\x1b[1m")])
 def test_any_option_values_run_or_fail_in_one_line(options: list[tuple[str, str]]) -> None:
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -130,6 +132,10 @@ def test_configuration_errors_are_one_line_and_exit_2(tmp_path: Path, config: st
     (["--extend-exclude", "x,!"], "--extend-exclude: invalid pattern '!' (Invalid git pattern: '!')"),
     (["--timeout", "-1"], "--timeout expects a whole number >= 0, got '-1'"),
     (["--select", "GL999"], "--select: unknown rule code or prefix 'GL999'"),
+    (["--config", "\r"], "\\r: configuration file not found"),
+    (["--config", "a\nb\x1b[2J"], "a\\nb\\x1b[2J: configuration file not found"),
+    (["--select", "GL1\u2028x"], "--select: unknown rule code or prefix 'GL1\\u2028x'"),
+    (["--timeout", "x\r"], "--timeout expects a whole number >= 0, got 'x\\r'"),
 ])
 def test_option_errors_are_one_line_and_exit_2(tmp_path: Path, args: list[str], error: str) -> None:
     (tmp_path / "bad.py").write_text(BAD)

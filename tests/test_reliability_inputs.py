@@ -11,6 +11,7 @@ import signal
 import subprocess
 import sys
 import threading
+import time
 import warnings
 from pathlib import Path
 
@@ -20,6 +21,7 @@ from samples import BAD, gradlint
 from gradlint import cli as cli_module
 from gradlint import engine as engine_module
 from gradlint.budget import AnalysisTimeout, time_budget
+from gradlint.cache import SETTLED_NS
 from gradlint.engine import lint_bytes, lint_source
 from gradlint.settings import default_settings
 
@@ -212,6 +214,34 @@ def test_a_named_pipe_is_reported_not_read(tmp_path: Path) -> None:
         assert "Traceback" not in done.stderr
 
 
+def _check_in_subprocess(folder: Path, *args: str) -> subprocess.CompletedProcess:
+    return subprocess.run([sys.executable, "-m", "gradlint", "check", "--format", "concise", *args], cwd=folder,
+                          capture_output=True, text=True, timeout=120, check=False)
+
+
+@pytest.mark.skipif(not hasattr(os, "mkfifo"), reason="no named pipes on this platform")
+@pytest.mark.parametrize("place", ["gitignore", "cache-index", "cache-entries"])
+def test_a_named_pipe_where_gradlint_reads_its_own_files_is_never_opened(tmp_path: Path, place: str) -> None:
+    """A FIFO as the ``.gitignore`` discovery reads or as a file of the cache is not a
+    regular file: it counts as absent (or a cache miss) instead of blocking the run."""
+    (tmp_path / "bad.py").write_text(BAD)
+    (tmp_path / "gradlint.toml").write_text("")
+    time.sleep(SETTLED_NS / 1e9 + 0.1)  # settled: the cache's file index keeps the file
+    first = _check_in_subprocess(tmp_path, "--cache-dir", "cache", ".")
+    assert first.returncode == 1, first.stderr
+    if place == "gitignore":
+        os.mkfifo(tmp_path / ".gitignore")
+    else:
+        pattern = "files.json" if place == "cache-index" else "??/*.json"
+        found = sorted((tmp_path / "cache").rglob(pattern))
+        assert found
+        for path in found:
+            path.unlink()
+            os.mkfifo(path)
+    again = _check_in_subprocess(tmp_path, "--cache-dir", "cache", ".")
+    assert (again.returncode, again.stdout, again.stderr) == (1, first.stdout, "")
+
+
 def test_a_file_that_vanishes_mid_run_is_an_io_error(project: Path, monkeypatch: pytest.MonkeyPatch) -> None:
     (project / "gone.py").write_text(BAD)
     found = cli_module.discover
@@ -392,3 +422,24 @@ def test_time_budget_is_not_armed_outside_the_main_thread() -> None:
     thread.start()
     thread.join()
     assert seen == [(0.0, 0.0)]
+
+
+_TIMED_OUT = "not analysed: its analysis took more than 1 CPU seconds (--timeout 0 removes the limit)"
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise", "text", "json", "json-lines", "sarif", "github",
+                                           "gitlab", "junit"])
+def test_a_runaway_analysis_is_a_gl000_in_every_format_and_exits_1(project: Path, monkeypatch: pytest.MonkeyPatch,
+                                                                   output_format: str) -> None:
+    """The only file given runs out of time: every format carries the GL000 (no format says
+    "all checks passed"), the exit status is 1, and 0 only with ``--exit-zero``."""
+    (project / "runaway.py").write_text(BAD)
+    _spin_on_runaway(monkeypatch)
+    args = ("check", "--no-cache", "--isolated", "-j", "1", "--timeout", "1", "--format", output_format, "runaway.py")
+    result = gradlint(*args)
+    assert result.exit_code == 1
+    assert "GL000" in result.stdout and _TIMED_OUT in result.stdout.replace("\\n", "\n")
+    assert "All checks passed" not in result.stdout
+    if output_format in ("json", "sarif", "gitlab"):
+        json.loads(result.stdout)
+    assert gradlint(*args[:1], "--exit-zero", *args[1:]).exit_code == 0

@@ -273,3 +273,173 @@ def test_a_device_is_never_opened(shared: RawClient, shared_root: Path, uri: str
         answer = shared.request(msg_id, method, params)
         assert "error" in answer or answer["result"] in (None, [])
     _serves(shared, _open(shared, _document(shared_root), LOOP), 14)
+
+
+def _change(client: RawClient, uri: str, version: int, changes: list[dict]) -> None:
+    client.notify("textDocument/didChange", {"textDocument": {"uri": uri, "version": version},
+                                             "contentChanges": changes})
+
+
+def _range(line: int, start: int, end_line: int, end: int) -> dict:
+    return {"start": {"line": line, "character": start}, "end": {"line": end_line, "character": end}}
+
+
+def _published_codes(client: RawClient, uri: str, codes: list[str]) -> list[dict]:
+    """The first diagnostics published for ``uri`` with exactly ``codes``."""
+    return client.wait(lambda m: m.get("method") == "textDocument/publishDiagnostics"
+                       and m["params"]["uri"] == uri
+                       and [d["code"] for d in m["params"]["diagnostics"]] == codes)["params"]["diagnostics"]
+
+
+@pytest.mark.parametrize("separator", ["\x0c", "\x0b", "\x1c", "\x1d", "\x1e", "\x85", "\u2028", "\u2029"],
+                         ids=["form-feed", "vt", "fs", "gs", "rs", "nel", "line-sep", "para-sep"])
+def test_a_line_separator_python_ignores_shifts_no_edit_and_no_diagnostic(shared: RawClient, shared_root: Path,
+                                                                        separator: str) -> None:
+    """``str.splitlines`` ends a line at these characters, LSP clients and Python do not: an
+    incremental edit below one (removing the noqa of line 8) lands where the client meant."""
+    text = LOOP.replace("import torch\n", f"import torch  # a{separator}b\n")
+    uri = _open(shared, _document(shared_root), text)
+    line = text.split("\n")[8]
+    at = line.index("  # noqa")
+    _change(shared, uri, 2, [{"range": _range(8, at, 8, len(line)), "text": ""}])
+    (diagnostic,) = _published_codes(shared, uri, ["GL101"])
+    assert diagnostic["range"] == _range(8, 12, 8, at)
+    assert _hover(shared, 2, uri, 0, 0)["result"] is None  # the document is still served
+
+
+def test_lone_carriage_returns_are_line_breaks_for_edits_and_diagnostics(client: RawClient, tmp_path: Path) -> None:
+    text = LOOP.replace("\n", "\r")
+    uri = _open(client, tmp_path / "train.py", text)
+    line = LOOP.split("\n")[8]
+    at = line.index("  # noqa")
+    _change(client, uri, 2, [{"range": _range(8, at, 8, len(line)), "text": ""}])
+    (diagnostic,) = _published_codes(client, uri, ["GL101"])
+    assert diagnostic["range"] == _range(8, 12, 8, at)
+
+
+def _code_action(client: RawClient, msg_id: int, uri: str, diagnostic: dict) -> list[dict]:
+    answer = client.request(msg_id, "textDocument/codeAction", {
+        "textDocument": {"uri": uri}, "range": diagnostic["range"],
+        "context": {"diagnostics": [diagnostic], "only": ["quickfix"]}})
+    return answer["result"] or []
+
+
+def test_disable_for_this_line_is_never_offered_for_an_older_version(client: RawClient, tmp_path: Path) -> None:
+    """After a docstring is inserted above it, the diagnostic's old line is inside the
+    docstring: a noqa there would change the string. Only the current version's
+    diagnostic gets the action, on its own line."""
+    uri = _open(client, tmp_path / "train.py", LOOP.replace("  # noqa: GL101", ""))
+    (old,) = _published_codes(client, uri, ["GL101"])
+    docstring = '    """Train.\n\n    Notes:\n    ' + "x" * 10 + '\n\n    end\n    """\n'
+    _change(client, uri, 2, [{"range": _range(4, 0, 4, 0), "text": docstring}])
+    (current,) = _published_codes(client, uri, ["GL101"])
+    assert current["range"]["start"]["line"] == old["range"]["start"]["line"] + docstring.count("\n")
+    assert _code_action(client, 2, uri, old) == []
+    titles = {a["title"]: a for a in _code_action(client, 3, uri, current)}
+    action = titles["Disable GL101 for this line"]
+    (edit,) = action["edit"]["changes"][uri]
+    assert edit["range"]["start"]["line"] == current["range"]["start"]["line"]
+    assert edit["newText"] == "  # noqa: GL101"
+
+
+def test_a_document_over_the_size_limit_is_one_gl000(client: RawClient, tmp_path: Path) -> None:
+    (tmp_path / "gradlint.toml").write_text("max-file-size = 200\n")
+    uri = _open(client, tmp_path / "train.py", LOOP.replace("  # noqa: GL101", ""))
+    size = len(LOOP.replace("  # noqa: GL101", "").encode())
+    (notice,) = _published_codes(client, uri, ["GL000"])
+    assert notice["message"] == (f"not analysed: {size} bytes is over the 200-byte limit "
+                                 "(max-file-size = 0 in the configuration checks it)")
+    assert notice["range"] == _range(0, 0, 0, 0)
+    (tmp_path / "gradlint.toml").write_text("max-file-size = 0\n")
+    client.notify("textDocument/didSave", {"textDocument": {"uri": uri}})
+    assert _published_codes(client, uri, ["GL101"])
+
+
+@pytest.mark.parametrize(("name", "data", "error"), [
+    ("gradlint.toml", b"select = [\"GL1\"]\n# caf\xe9\n", "the file is not UTF-8"),
+    ("pyproject.toml", b"[tool.gradlint]\nx = " + b"[" * 1200 + b"]" * 1200 + b"\n", "nested too deeply to read"),
+], ids=["not-utf8", "nested-1200-deep"])
+def test_an_unreadable_configuration_is_shown_once_and_the_defaults_apply(client: RawClient, tmp_path: Path,
+                                                                         name: str, data: bytes, error: str) -> None:
+    (tmp_path / name).write_bytes(data)
+    uri = _open(client, tmp_path / "train.py", LOOP.replace("  # noqa: GL101", ""))
+    _published_codes(client, uri, ["GL101"])
+    for version in (2, 3):
+        _change(client, uri, version, [{"text": LOOP.replace("  # noqa: GL101", "") + f"# edit {version}\n"}])
+        _published_codes(client, uri, ["GL101"])
+    shown = [m["params"]["message"] for m in client.unclaimed if m.get("method") == "window/showMessage"]
+    assert shown == [f"gradlint: {name}: invalid TOML: {error} (using the default rules)"]
+
+
+def test_a_long_session_stays_flat_in_memory(tmp_path: Path) -> None:
+    """300 edit-and-lint cycles of one document (a pull client: each lint answers a
+    request): the server's resident memory after them is within 10 MB of what it was after
+    the first 50 (nothing kept per version)."""
+    peer = RawClient(tmp_path)
+    try:
+        peer.request(1, "initialize", {"processId": None, "rootUri": tmp_path.as_uri(),
+                                       "capabilities": {"textDocument": {"diagnostic": {}}}})
+        peer.notify("initialized", {})
+        text = LOOP.replace("  # noqa: GL101", "")
+        uri = _open(peer, tmp_path / "train.py", text)
+
+        def cycles(first: int, last: int) -> None:
+            for version in range(first, last):
+                _change(peer, uri, version, [{"range": _range(0, 0, 0, 0), "text": f"# version {version}\n"}])
+                report = peer.request(version, "textDocument/diagnostic", {"textDocument": {"uri": uri}})
+                assert [d["code"] for d in report["result"]["items"]] == ["GL101"]
+                assert report["result"]["items"][0]["range"]["start"]["line"] == 8 + version - 1
+                peer.unclaimed.clear()
+
+        cycles(2, 52)
+        settled = _rss(peer.process.pid)
+        cycles(52, 302)
+        grown = _rss(peer.process.pid) - settled
+        assert grown < 10 * 2**20, f"grew by {grown / 2**20:.1f} MB"
+    finally:
+        peer.process.kill()
+        peer.process.wait(timeout=WAIT)
+        peer.process.stdin.close()
+        peer.process.stdout.close()
+
+
+def _rss(pid: int) -> int:
+    """Resident set size of process ``pid`` in bytes (Linux ``/proc``)."""
+    for line in Path(f"/proc/{pid}/status").read_text().splitlines():
+        if line.startswith("VmRSS:"):
+            return int(line.split()[1]) * 1024
+    raise AssertionError("no VmRSS")
+
+
+def test_a_runaway_lint_is_stopped_by_its_cpu_budget_and_becomes_one_gl000(monkeypatch: pytest.MonkeyPatch,
+                                                                            tmp_path: Path) -> None:
+    """On the server's lint thread (no timer signal there) the budget still stops the work."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gradlint.lsp import server as module
+
+    def spin(*args: object, **kwargs: object) -> list:
+        while True:
+            try:
+                sum(range(1000))
+            except Exception:  # code that swallows errors does not keep the analysis alive
+                pass
+
+    monkeypatch.setattr(module, "lint_source", spin)
+    served = module.build_server()
+    served.timeout = 0.3
+    with ThreadPoolExecutor(1) as pool:
+        outcome = pool.submit(served._lint_job, (tmp_path / "train.py").as_uri(), 4, LOOP).result(timeout=WAIT)
+        assert pool.submit(sum, range(10)).result(timeout=WAIT) == 45  # the thread is left usable
+    assert [(d.code, d.line, d.message) for d in outcome.diagnostics] == [
+        ("GL000", 1, "not analysed: the analysis took more than 0.3 CPU seconds (the server gave up on this version)")]
+
+
+def test_the_thread_budget_leaves_a_block_that_ends_in_time_alone() -> None:
+    from gradlint.lsp.guard import thread_budget
+
+    with thread_budget(5):
+        total = sum(range(10_000))
+    assert total == 49_995_000
+    with pytest.raises(ValueError, match="own error"), thread_budget(5):
+        raise ValueError("own error")

@@ -180,3 +180,28 @@ def test_a_corrupt_cache_entry_is_linted_again_through_the_cli(project: Path) ->
             entry.write_text(json.dumps({"diagnostics": [{"line": 1, "code": 5}]}))
     again = gradlint("check", "--isolated", "--format", "concise", "bad.py")
     assert (again.exit_code, again.stdout) == (first.exit_code, first.stdout)
+
+
+@pytest.mark.parametrize("output_format", ["full", "concise", "text", "json", "json-lines", "sarif", "github",
+                                           "gitlab", "junit"])
+def test_a_file_over_the_size_limit_is_a_gl000_in_every_format_and_exits_1(project: Path, output_format: str) -> None:
+    result = _check("--format", output_format, "--max-file-size", "10", "bad.py")
+    assert result.exit_code == 1
+    assert "GL000" in result.stdout and _GL000 in result.stdout
+    assert "All checks passed" not in result.stdout
+    assert _check("--format", output_format, "--max-file-size", "10", "--exit-zero", "bad.py").exit_code == 0
+
+
+@pytest.mark.parametrize("args", [["--format", "full"], ["--format", "concise"], ["--format", "text", "--statistics"],
+                                  ["--fix", "--diff"], ["--fix", "--show-fixes"]],
+                         ids=["full", "concise", "statistics", "diff", "show-fixes"])
+def test_a_newline_in_a_file_name_forges_no_line(project: Path, args: list[str]) -> None:
+    """A file named ``evil<newline>x.py:1:1: GL999 forged.py`` is shown with ``\\n``: no output
+    line starts with the forged location, and the real name appears escaped."""
+    (project / "bad.py").unlink()
+    (project / "evil\nx.py:1:1: GL999 forged.py").write_text(BAD)
+    result = _check(*args, ".")
+    lines = (result.stdout + result.stderr).splitlines()
+    assert not any(line.startswith("x.py") or line.lstrip("-+ ").startswith("x.py") for line in lines), lines
+    if "--statistics" not in args:  # statistics name no file
+        assert any("evil\\nx.py:1:1: GL999 forged.py" in line for line in lines)

@@ -57,9 +57,13 @@ class ActionBuilder:
         )
 
     def disable(self, diagnostic: types.Diagnostic) -> types.CodeAction | None:
-        """``# noqa: GLxxx`` added to (or extended on) the diagnostic's first line."""
+        """``# noqa: GLxxx`` added to (or extended on) the diagnostic's first line, if the
+        diagnostic was computed on this version (after an edit its line may hold other code,
+        or the inside of a docstring)."""
         code = diagnostic.code
         if diagnostic.source != SOURCE or not isinstance(code, str) or code == SYNTAX_ERROR.code:
+            return None
+        if not isinstance(diagnostic.data, dict) or diagnostic.data.get("version") != self.version:
             return None
         line = diagnostic.range.start.line
         if line >= len(self.lines):

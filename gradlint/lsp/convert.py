@@ -8,7 +8,7 @@ from lsprotocol import types
 
 from gradlint.diagnostics import Diagnostic, Edit, Fix, Severity, Span
 from gradlint.lsp.docs import rule_doc_path
-from gradlint.lsp.positions import Point, span_to_client, split_lines
+from gradlint.lsp.positions import Point, lines_with_ends, span_to_client, split_lines, to_client
 
 SOURCE = "gradlint"
 
@@ -67,16 +67,21 @@ def fix_from_data(data: Any, version: int | None) -> Fix | None:
 
 
 def whole_text_edit(old: str, new: str, encoding: str) -> types.TextEdit:
-    """One edit turning ``old`` into ``new``: the lines between their common head and tail."""
-    old_lines, new_lines = split_lines(old), split_lines(new)
+    """One edit turning ``old`` into ``new``: the lines between their common head and tail,
+    line breaks included (each line keeps the break it has in ``new``)."""
+    old_lines, new_lines = lines_with_ends(old), lines_with_ends(new)
     head = 0
-    while head < min(len(old_lines), len(new_lines)) - 1 and old_lines[head] == new_lines[head]:
+    while head < min(len(old_lines), len(new_lines)) and old_lines[head] == new_lines[head]:
         head += 1
     tail = 0
-    while (tail < min(len(old_lines), len(new_lines)) - head - 1
+    while (tail < min(len(old_lines), len(new_lines)) - head
            and old_lines[-1 - tail] == new_lines[-1 - tail]):
         tail += 1
-    end_line = len(old_lines) - tail  # 1-based line that holds the end of the replaced text
-    span = Span(head + 1, 1, end_line, len(old_lines[end_line - 1]) + 1)
-    content = "\n".join(new_lines[head:len(new_lines) - tail])
-    return lsp_text_edit(Edit(span, content), old_lines, encoding)
+    content = "".join(new_lines[head:len(new_lines) - tail])
+    start = types.Position(line=head, character=0)
+    if tail or not old_lines or old.endswith(("\n", "\r")):
+        end = types.Position(line=len(old_lines) - tail, character=0)
+    else:  # up to the end of a last line without a break
+        last = split_lines(old)
+        end = _position(to_client(last, len(last), len(last[-1]) + 1, encoding))
+    return types.TextEdit(range=types.Range(start, end), new_text=content)

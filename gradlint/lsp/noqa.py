@@ -34,7 +34,8 @@ def comment_start(source: str, line: int) -> int | None:
     if line >= len(lines) or "#" not in lines[line] and not _may_continue_string(lines[line]):
         return None
     try:
-        for token in tokenize.generate_tokens(io.StringIO(source).readline):
+        lf_only = source.replace("\r\n", "\n").replace("\r", "\n")  # lines as split_lines has them
+        for token in tokenize.generate_tokens(io.StringIO(lf_only).readline):
             if token.start[0] - 1 > line:
                 break
             if token.type == tokenize.COMMENT and token.start[0] - 1 == line:
@@ -54,7 +55,7 @@ def _may_continue_string(text: str) -> bool:
 def add_code(source: str, line: int, code: str) -> LineEdit | None:
     """The edit that suppresses ``code`` on 0-based ``line``, or None if it is already
     suppressed there (or no comment can be placed on that line)."""
-    text = split_lines(source)[line].rstrip("\r")
+    text = split_lines(source)[line]
     start = comment_start(source, line)
     if start == -1:
         return None

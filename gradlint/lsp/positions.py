@@ -7,6 +7,7 @@ offers another). Everything here is pure and works on the text snapshot that was
 
 from __future__ import annotations
 
+import re
 from dataclasses import dataclass
 
 from gradlint.diagnostics import Span
@@ -16,9 +17,20 @@ UTF16 = "utf-16"
 UTF32 = "utf-32"
 
 
+_BREAK = re.compile(r"\r\n|\r|\n")
+_LINE = re.compile(r"[^\r\n]*(?:\r\n|\r|\n)|[^\r\n]+")
+
+
 def split_lines(text: str) -> list[str]:
-    """The lines of ``text`` without their ``\\n`` (a ``\\r`` before it stays, as in the engine)."""
-    return text.split("\n")
+    """The lines of ``text`` without their line breaks, split where LSP clients and Python
+    split them (``\\n``, ``\\r\\n``, ``\\r``; not at a form feed or ``\\u2028``); a text
+    ending with a break has an empty last line."""
+    return _BREAK.split(text)
+
+
+def lines_with_ends(text: str) -> list[str]:
+    """The lines of ``text`` with their line breaks (split like :func:`split_lines`)."""
+    return _LINE.findall(text)
 
 
 def _units(chars: str, encoding: str) -> int:

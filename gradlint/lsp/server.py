@@ -27,6 +27,7 @@ from pygls.uris import to_fs_path
 from pygls.workspace import TextDocument
 
 from gradlint import __version__
+from gradlint.budget import DEFAULT_TIMEOUT, AnalysisTimeout
 from gradlint.config import CONFIG_NAMES
 from gradlint.diagnostics import Applicability, Diagnostic
 from gradlint.engine import lint_source
@@ -34,6 +35,8 @@ from gradlint.fixer import fix_source
 from gradlint.lsp.actions import FIX_ALL, ActionBuilder, code_actions, wants
 from gradlint.lsp.convert import lsp_diagnostic, whole_text_edit
 from gradlint.lsp.docs import rule_doc
+from gradlint.lsp.documents import lsp_workspace
+from gradlint.lsp.guard import not_analysed, over_limit, thread_budget
 from gradlint.lsp.loop_view import loop_hover
 from gradlint.lsp.loop_view import register as register_loop_view
 from gradlint.lsp.noqa import code_at
@@ -129,6 +132,7 @@ class GradlintServer(LanguageServer):
         self.settings_cache = SettingsCache()
         self.state = _State()
         self.project = ProjectIndex()  # the workspace's modules by digest, open buffers first
+        self.timeout: float = DEFAULT_TIMEOUT  # CPU seconds one lint may take (0: no limit)
 
     def report_server_error(self, error: Exception, source: Any) -> None:
         """A message body that is not JSON gets a Parse error response (id null, as JSON-RPC
@@ -162,9 +166,18 @@ class GradlintServer(LanguageServer):
         path = document_path(uri)
         resolved = self.settings_cache.resolve(Path(path) if path else None)
         started, cpu = time.perf_counter(), time.thread_time()
-        verdict = judge(text)
-        diagnostics = lint_source(text, path or uri, resolved.settings, verdict=verdict,
-                                  project=self.project) if verdict.worth(resolved.settings) else []
+        shown = path or uri
+        too_large = over_limit(text, resolved.max_file_size)
+        if too_large:
+            diagnostics = not_analysed(shown, too_large, resolved.settings)
+        else:
+            try:
+                with thread_budget(self.timeout):
+                    verdict = judge(text)
+                    diagnostics = lint_source(text, shown, resolved.settings, verdict=verdict,
+                                              project=self.project) if verdict.worth(resolved.settings) else []
+            except AnalysisTimeout as exc:
+                diagnostics = not_analysed(shown, f"{exc} (the server gave up on this version)", resolved.settings)
         return LintOutcome(version, text, resolved.settings, diagnostics, time.perf_counter() - started,
                            time.thread_time() - cpu, resolved.error)
 
@@ -258,13 +271,23 @@ class GradlintServer(LanguageServer):
             return None
         loop = asyncio.get_running_loop()
         try:
-            fixed = await loop.run_in_executor(self.lint_executor, fix_source, text,
-                                               document_path(uri) or uri, outcome.settings, False)
+            fixed = await loop.run_in_executor(self.lint_executor, self._fix_job, uri, text, outcome.settings)
         except Exception as exc:  # the quick fixes and the other actions are still offered
             LOG.exception("fix all failed for %s", uri)
             self.log(types.MessageType.Error, f"gradlint could not fix {uri}: {type(exc).__name__}: {exc}")
             return None
-        return whole_text_edit(text, fixed.text, self.encoding) if fixed.text != text else None
+        if fixed is None or fixed == text:
+            return None
+        return whole_text_edit(text, fixed, self.encoding)
+
+    def _fix_job(self, uri: str, text: str, settings: Settings) -> str | None:
+        """Runs on the lint thread: the text with every safe fix, None when out of time."""
+        try:
+            with thread_budget(self.timeout):
+                return fix_source(text, document_path(uri) or uri, settings, False).text
+        except AnalysisTimeout:
+            LOG.warning("gave up fixing %s: out of time", uri)
+            return None
 
     def relint_open_documents(self) -> None:
         """Configuration changed: recompute every open document's diagnostics."""
@@ -282,6 +305,7 @@ def build_server() -> GradlintServer:
 
     @server.feature(types.INITIALIZE)
     def initialize(ls: GradlintServer, params: types.InitializeParams) -> None:
+        ls.protocol._workspace = lsp_workspace(ls.workspace, types.TextDocumentSyncKind.Incremental)
         ls.state.pull = ls._capability("text_document.diagnostic") is not None
 
     @server.feature(types.INITIALIZED)

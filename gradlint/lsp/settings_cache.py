@@ -14,7 +14,8 @@ import threading
 from dataclasses import dataclass
 from pathlib import Path
 
-from gradlint.config import CONFIG_NAMES, settings_for
+from gradlint.config import CONFIG_NAMES, ConfigResolver, settings_for
+from gradlint.runner import DEFAULT_MAX_FILE_SIZE
 from gradlint.settings import Settings, SettingsError, default_settings
 
 Fingerprint = tuple[tuple[str, int, int], ...]
@@ -35,10 +36,12 @@ def fingerprint(folder: Path) -> Fingerprint:
 
 @dataclass(frozen=True)
 class Resolved:
-    """Settings for one document, and the configuration error that forced the defaults."""
+    """Settings for one document, its size limit in bytes (0: none), and the configuration
+    error that forced the defaults."""
 
     settings: Settings
     error: str | None = None
+    max_file_size: int = DEFAULT_MAX_FILE_SIZE
 
 
 class SettingsCache:
@@ -58,7 +61,10 @@ class SettingsCache:
         if cached and cached[0] == current:
             return cached[1]
         try:
-            resolved = Resolved(settings_for(path))
+            resolver = ConfigResolver()
+            settings = settings_for(path, resolver=resolver)
+            limit = resolver.for_path(path).max_file_size
+            resolved = Resolved(settings, max_file_size=DEFAULT_MAX_FILE_SIZE if limit is None else limit)
         except SettingsError as exc:
             resolved = Resolved(default_settings(), str(exc))
         with self._lock:

@@ -16,7 +16,7 @@ from typing import TypeVar, cast
 
 from gradlint.project.layout import module_file, project_root
 from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols, read_symbols
-from gradlint.source import SourceError, decode, parse_python
+from gradlint.source import SourceError, decode, parse_python, read_source_file
 
 T = TypeVar("T")
 K = TypeVar("K")
@@ -37,7 +37,7 @@ def text_digest(text: str) -> str:
 def module_digest(path: Path) -> str | None:
     """The content digest of the module file at ``path`` as it is now; None when unreadable."""
     try:
-        return text_digest(decode(path.read_bytes()).text)
+        return text_digest(decode(read_source_file(path)).text)
     except (OSError, SourceError):
         return None
 
@@ -97,7 +97,7 @@ class ProjectIndex:
         if known is not None and known[0] == stamp:
             return known[1]
         try:
-            text = decode(path.read_bytes()).text
+            text = decode(read_source_file(path)).text
             read: tuple[str, str] | None = text, text_digest(text)
         except (OSError, SourceError):
             read = None
