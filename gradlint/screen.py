@@ -15,6 +15,7 @@ from dataclasses import dataclass, field
 
 from gradlint.names import Kind, build_alias_table, constructor_kind, dotted_name, kind_by_name, resolve
 from gradlint.source import parse_python
+from gradlint.sync_facts import sync_facts
 
 _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step"})
 
@@ -49,6 +50,8 @@ class ModuleFacts:
     sampler's name (None when it is built inline); every assignment of the name is such a call."""
     wrapped_models: set[str] = field(default_factory=set)  # models returned by `accelerator.prepare` / `fabric.setup`
     disabled_scalers: set[str] = field(default_factory=set)  # `GradScaler(enabled=False)`: no state to lose
+    sync_helpers: set[str] = field(default_factory=set)  # functions that wrap `x.no_sync` (gradlint/sync_facts.py)
+    sync_models: set[str] = field(default_factory=set)  # receivers of `x.no_sync`: DDP / FSDP models
 
     def kind_of(self, dotted: str | None) -> Kind | None:
         """The kind of a receiver, from its bindings first, its name second; none for a name
@@ -95,6 +98,8 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit:
     for target, value in collector.assignments:
         _bind(facts, target, value)
     facts.sets_epoch = "set_epoch" in text
+    if "no_sync" in text or "no_backward_sync" in text:
+        facts.sync_helpers, facts.sync_models = sync_facts(tree)
     if "DistributedSampler" in text:
         facts.distributed_loaders = _distributed_loaders(facts, collector.assignments)
     return Screen(tree=tree, facts=facts, units=collector.units, other_units=collector.other_units,

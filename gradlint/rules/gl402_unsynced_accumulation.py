@@ -19,8 +19,9 @@ class UnsyncedAccumulation(Rule):
             return
         if loop.unit.facts.wrapped_models and loop.shape is not Shape.ACCELERATE:
             yield from _prepared_by_hand(loop)
-        if Kind.DDP_MODEL not in loop.unit.facts.bindings.values():
-            return
+        facts = loop.unit.facts
+        if Kind.DDP_MODEL not in facts.bindings.values() and not facts.sync_models:
+            return  # no model known to be DistributedDataParallel (built as one, or given `no_sync`)
         for event in per_micro_batch(loop, Role.BACKWARD):
             if event.no_sync or event.framework in ("accelerate", "fabric", "deepspeed"):
                 continue
