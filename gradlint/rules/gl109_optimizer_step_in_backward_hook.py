@@ -86,6 +86,6 @@ def train(model, loader, accum_steps):
 def _within(loop: TrainingLoop, scope: ast.AST) -> bool:
     """Whether ``loop`` lies in ``scope`` (top-level code: in no function or class)."""
     line = loop.span.line
-    if isinstance(scope, ast.Module):
+    if not isinstance(scope, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
         return loop.unit.unit.name == "<module>"
     return scope.lineno <= line <= (scope.end_lineno or scope.lineno)

@@ -19,9 +19,8 @@ class UnsyncedAccumulation(Rule):
             return
         if loop.unit.facts.wrapped_models and loop.shape is not Shape.ACCELERATE:
             yield from _prepared_by_hand(loop)
-        facts = loop.unit.facts
-        if Kind.DDP_MODEL not in facts.bindings.values() and not facts.sync_models:
-            return  # no model known to be DistributedDataParallel (built as one, or given `no_sync`)
+        if Kind.DDP_MODEL not in loop.unit.facts.bindings.values() and not _unused_guard(loop):
+            return  # no model known to be DistributedDataParallel
         for event in per_micro_batch(loop, Role.BACKWARD):
             if event.no_sync or event.framework in ("accelerate", "fabric", "deepspeed"):
                 continue
@@ -83,6 +82,14 @@ def train(model, get_batch, optimizer, accelerator, num_updates, accum_steps):
         optimizer.zero_grad()
 """, ((5, "GL402"),)),
     )
+
+
+def _unused_guard(loop: TrainingLoop) -> bool:
+    """The loop itself reads a model's ``no_sync`` (so the model is DDP or FSDP) without entering
+    it around the micro-batch: ``ctx = self.dist_model.no_sync`` left unused. A guard in the
+    caller of a loop that receives its loss (``run_optimizer(loss)``) is not this loop's to judge."""
+    text = loop.unit.text_of(loop.root)
+    return any(f"{model}.no_sync" in text for model in loop.unit.facts.sync_models)
 
 
 def _prepared_by_hand(loop: TrainingLoop) -> Iterator[Finding]:

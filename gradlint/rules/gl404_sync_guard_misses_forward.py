@@ -17,6 +17,7 @@ from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 
+
 class SyncGuardMissesForward(Rule):
     info = CATALOGUE["GL404"]
 

@@ -16,7 +16,6 @@ from gradlint.model.syntax import dotted
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 from gradlint.rules.readers import loader_of
 
-
 _READS = frozenset({"enumerate", "len", "iter", "next", "zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "print"})
 """Calls that only read a loader (never set its sampler's epoch)."""
 
