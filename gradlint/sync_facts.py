@@ -11,9 +11,9 @@ GUARD_ATTRS = frozenset({"no_sync", "no_backward_sync"})
 
 
 def sync_facts(tree: ast.Module) -> tuple[set[str], set[str]]:
-    """``(helpers, models)``: the functions whose own body reads ``x.no_sync`` and yields or
-    returns (a context manager such as fairseq's ``maybe_no_sync``, or a generator that enters
-    one per micro-batch), and the receivers of ``x.no_sync`` / ``hasattr(x, "no_sync")``
+    """``(helpers, models)``: the functions whose own body reads ``x.no_sync`` and yields (a
+    context manager, or a generator that enters a guard per micro-batch) or returns it
+    (fairseq's ``maybe_no_sync``), and the receivers of ``x.no_sync`` / ``hasattr(x, "no_sync")``
     (models wrapped in DistributedDataParallel or FSDP)."""
     helpers: set[str] = set()
     models: set[str] = set()
@@ -31,7 +31,7 @@ def _walk(node: ast.AST, function: ast.FunctionDef | ast.AsyncFunctionDef | None
         if receiver is not None:
             if receiver:
                 models.add(receiver)
-            if function is not None and _hands_back(function):
+            if function is not None and _hands_back(function, child):
                 helpers.add(function.name)
         _walk(child, function, helpers, models)
 
@@ -47,12 +47,15 @@ def _guard_receiver(node: ast.AST) -> str | None:
     return None
 
 
-def _hands_back(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
-    """Whether ``function`` yields, or returns a value, in its own body (not a nested one)."""
+def _hands_back(function: ast.FunctionDef | ast.AsyncFunctionDef, guard: ast.AST) -> bool:
+    """Whether ``function`` yields in its own body (a context manager or a generator around
+    its guard), or returns the guard itself (``return self.model.no_sync()``)."""
     stack: list[ast.AST] = list(function.body)
     while stack:
         node = stack.pop()
-        if isinstance(node, (ast.Yield, ast.YieldFrom)) or (isinstance(node, ast.Return) and node.value is not None):
+        if isinstance(node, (ast.Yield, ast.YieldFrom)):
+            return True
+        if isinstance(node, ast.Return) and node.value is not None and any(n is guard for n in ast.walk(node.value)):
             return True
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             stack.extend(ast.iter_child_nodes(node))

@@ -85,11 +85,14 @@ def train(model, get_batch, optimizer, accelerator, num_updates, accum_steps):
 
 
 def _unused_guard(loop: TrainingLoop) -> bool:
-    """The loop itself reads a model's ``no_sync`` (so the model is DDP or FSDP) without entering
-    it around the micro-batch: ``ctx = self.dist_model.no_sync`` left unused. A guard in the
-    caller of a loop that receives its loss (``run_optimizer(loss)``) is not this loop's to judge."""
-    text = loop.unit.text_of(loop.root)
-    return any(f"{model}.no_sync" in text for model in loop.unit.facts.sync_models)
+    """The loop, or the function its micro-batch backward runs in, reads a model's ``no_sync``
+    (so the model is DDP or FSDP) without entering it around that backward:
+    ``ctx = self.dist_model.no_sync`` left unused. A guard in a caller of the loop's function
+    (``run_optimizer(loss)`` receiving a loss whose forward the caller guarded) is not seen here."""
+    models = loop.unit.facts.sync_models
+    texts = [loop.unit.text_of(loop.root)] + [e.unit.text_of(e.unit.root) for e in loop.of(Role.BACKWARD)
+                                              if e.unit is not loop.unit]
+    return any(f"{model}.no_sync" in text for model in models for text in texts)
 
 
 def _prepared_by_hand(loop: TrainingLoop) -> Iterator[Finding]:
