@@ -111,6 +111,7 @@ def _handed_on(loop: TrainingLoop, epochs: cst.For, names: set[str | None]) -> b
     follow (``start_epoch(loader, epoch)``, ``hooks.before_epoch(train_loader)``): that call
     may set the epoch."""
     followed = {id(a) for e in loop.events for a in e.ancestors if isinstance(a, cst.Call)}
+    names = names - {None}
     found = False
 
     class _Calls(cst.CSTVisitor):
