@@ -305,7 +305,7 @@ def _place_of(event: Event, shape: Shape, gates: list[Gate], micro: list[cst.CST
         if gate.guard:
             if after_guard(event, gate):
                 return Place.BOUNDARY
-        elif gate.update_branch is not None and event.inside(gate.update_branch):
+        elif gate.update_branch is not None and event.inside(gate.update_branch) or _under_gate_test(event, gate):
             return Place.BOUNDARY
     if any(event.inside(loop) for loop in micro):
         return Place.MICRO
@@ -314,6 +314,29 @@ def _place_of(event: Event, shape: Shape, gates: list[Gate], micro: list[cst.CST
     if shape is Shape.NESTED:
         return Place.BOUNDARY
     return Place.MICRO
+
+
+def _under_gate_test(event: Event, gate: Gate) -> bool:
+    """An ``if`` beside the gate whose test has the gate's own update test as an ``and`` operand
+    (torchdistill's ``if sched and count % S == 0 and count % N == 0:``): it runs only at the
+    boundary too."""
+    node = gate.node
+    if not isinstance(node, cst.If) or gate.update_branch is not node.body:
+        return False
+    wanted = _bare(node.test)
+    return any(isinstance(a, cst.If) and a is not node and event.inside(a.body)
+               and any(_bare(c).deep_equals(wanted) for c in _conjuncts(a.test)) for a in event.ancestors)
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
+
+
+def _bare(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` without its own parentheses."""
+    return expr.with_changes(lpar=[], rpar=[]) if getattr(expr, "lpar", None) else expr
 
 
 def _holds(loop: cst.CSTNode, node: cst.CSTNode, events: list[Event]) -> bool:
