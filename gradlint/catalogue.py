@@ -57,6 +57,8 @@ RULE_INFOS: tuple[RuleInfo, ...] = (
     RuleInfo("GL107", "epoch-schedule-stepped-per-batch", Severity.WARNING,
              "A scheduler whose length is counted in epochs is stepped inside the batch loop.",
              fix=Applicability.UNSAFE),
+    RuleInfo("GL109", "optimizer-step-in-backward-hook", Severity.ERROR,
+             "An optimizer step registered to run inside backward, in code that accumulates gradients."),
     RuleInfo("GL201", "missing-accumulation-scaling", Severity.ERROR,
              "The loss of an accumulation window is not divided by N (gradient and effective LR scaled by N).",
              fix=Applicability.UNSAFE),

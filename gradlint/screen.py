@@ -16,6 +16,7 @@ from dataclasses import dataclass, field
 from gradlint.model.framework_methods import BOUNDARY_WORD, boundary_owned_methods
 from gradlint.names import Kind, build_alias_table, constructor_kind, dotted_name, kind_by_name, resolve
 from gradlint.source import parse_python
+from gradlint.sync_facts import sync_facts
 
 _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step"})
 
@@ -56,6 +57,8 @@ class ModuleFacts:
     schedules: dict[str, str | None] = field(default_factory=dict)
     """The optimizer each scheduler was built on (``sched = StepLR(opt, ...)``: ``opt``), as
     written; None when its assignments name two different optimizers."""
+    sync_helpers: set[str] = field(default_factory=set)  # functions that wrap `x.no_sync` (gradlint/sync_facts.py)
+    sync_models: set[str] = field(default_factory=set)  # receivers of `x.no_sync`: DDP / FSDP models
 
     def kind_of(self, dotted: str | None) -> Kind | None:
         """The kind of a receiver, from its bindings first, its name second; none for a name
@@ -104,8 +107,10 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit:
     facts.sets_epoch = "set_epoch" in text
     if BOUNDARY_WORD in text:
         facts.boundary_owned = boundary_owned_methods(tree)
+    if "no_sync" in text or "no_backward_sync" in text:
+        facts.sync_helpers, facts.sync_models = sync_facts(tree)
     if "DistributedSampler" in text:
-        facts.distributed_loaders = _distributed_loaders(facts, collector.assignments)
+        facts.distributed_loaders = _distributed_loaders(facts, collector.assignments, tree)
     return Screen(tree=tree, facts=facts, units=collector.units, other_units=collector.other_units,
                   callers=collector.waiting)
 
@@ -278,9 +283,12 @@ class _Collector(ast.NodeVisitor):
 _LOADER_NAME = re.compile(r"loader|(^|[._])(dl|data|dataset|ds)s?($|_)|_dl$|sampler", re.I)
 
 
-def _distributed_loaders(facts: ModuleFacts, assignments: list[tuple[ast.expr, ast.expr]]) -> dict[str, str | None]:
+def _distributed_loaders(facts: ModuleFacts, assignments: list[tuple[ast.expr, ast.expr]],
+                         tree: ast.Module) -> dict[str, str | None]:
     """Loaders whose every assignment is ``DataLoader(..., sampler=S)`` with ``S`` a shuffling
-    ``DistributedSampler`` (a name every assignment of which builds one, or the call itself)."""
+    ``DistributedSampler`` (a name every assignment of which builds one, or the call itself),
+    or a call to a function of the module every return of which is such a loader
+    (``train_loader = build_loader(dataset)``; its sampler then has no name here)."""
     values: dict[str, list[ast.expr]] = {}
     for target, value in assignments:
         for element in target.elts if isinstance(target, (ast.Tuple, ast.List)) else [target]:
@@ -293,7 +301,47 @@ def _distributed_loaders(facts: ModuleFacts, assignments: list[tuple[ast.expr, a
         drawn = {_loader_sampler(facts, v, samplers) for v in found}
         if len(drawn) == 1 and (sampler := drawn.pop()) != "":
             loaders[name] = sampler
+    factories = _loader_factories(facts, tree, loaders, samplers)
+    for name, found in values.items():
+        if name not in loaders and factories and all(_calls_factory(v, factories) for v in found):
+            loaders[name] = None
     return loaders
+
+
+def _loader_factories(facts: ModuleFacts, tree: ast.Module, loaders: dict[str, str | None],
+                      samplers: set[str]) -> set[str]:
+    """Functions of the module (one definition of the name) that return a distributed loader
+    from every ``return`` of their own body."""
+    definitions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            definitions.setdefault(node.name, []).append(node)
+    factories = set()
+    for name, defs in definitions.items():
+        returns = _own_returns(defs[0]) if len(defs) == 1 else []
+        if returns and all(value is not None and (dotted_name(value) in loaders or _loader_sampler(
+                facts, value, samplers) != "") for value in returns):
+            factories.add(name)
+    return factories
+
+
+def _own_returns(function: ast.FunctionDef | ast.AsyncFunctionDef) -> list[ast.expr | None]:
+    """The values of the ``return`` statements of ``function`` itself (not nested functions)."""
+    found: list[ast.expr | None] = []
+    stack: list[ast.AST] = list(function.body)
+    while stack:
+        node = stack.pop()
+        if isinstance(node, ast.Return):
+            found.append(node.value)
+        elif not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            stack.extend(ast.iter_child_nodes(node))
+    return found
+
+
+def _calls_factory(value: ast.expr, factories: set[str]) -> bool:
+    callee = dotted_name(value.func) if isinstance(value, ast.Call) else None
+    return callee is not None and callee.rsplit(".", 1)[-1] in factories and (
+        "." not in callee or (callee.startswith("self.") and callee.count(".") == 1))
 
 
 def _is_shuffling_sampler(facts: ModuleFacts, value: ast.expr) -> bool:

@@ -66,7 +66,7 @@ def test_show_settings_names_the_file_and_what_it_extends(project: Path) -> None
     assert lines[:4] == ["Settings for: pkg/bad.py", "Configuration file: pkg/gradlint.toml",
                          "Extends: pyproject.toml", "Project root: pkg"]
     assert 'select = ["GL1"]' in lines and 'ignore = ["GL104"]' in lines and "max-file-size = 1000" in lines
-    assert lines[-1] == 'Rules checked in this file: ["GL101", "GL102", "GL103", "GL105", "GL106", "GL107"]'
+    assert lines[-1] == 'Rules checked in this file: ["GL101", "GL102", "GL103", "GL105", "GL106", "GL107", "GL109"]'
 
 
 def test_config_key_value_overrides_every_configuration(project: Path) -> None:

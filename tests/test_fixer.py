@@ -365,12 +365,14 @@ NO_FIX_BY_DESIGN = [
     "fixtures/rules/gl104/accelerate_script_unprepared.py:20 GL104",
     "fixtures/rules/gl104/accelerate_trainer_unprepared.py:21 GL104",
     "fixtures/rules/gl104/accelerate_unprepared_scheduler.py:21 GL104",
+    "fixtures/rules/gl106/trainer_built_in_init.py:19 GL106",  # built in __init__: no edit across methods
     "fixtures/rules/gl306/scaler_reads_epoch.py:8 GL306",  # the constructor reads the epoch
     "fixtures/rules/gl306/train_one_epoch_scaler.py:8 GL306",  # no "before the loop" in a per-epoch function
     "fixtures/rules/gl307/plain_loop_no_update.py:13 GL307",  # a missing update: where it goes is a guess
     "fixtures/rules/gl307/step_without_update.py:16 GL307",
     "fixtures/rules/gl404/nanogpt_flag_after_forward.py:17 GL404",
     "fixtures/rules/gl404/trainer_no_sync_backward_only.py:22 GL404",
+    "fixtures/rules/gl407/loader_from_helper.py:17 GL407",  # the sampler has no name the loop can read
     "fixtures/rules/gl501/entry_by_entry_no_scaler.py:31 GL501",  # no dict literal to add the entry to
     "fixtures/rules/gl501/helper_builds_dict.py:17 GL501",  # the dict is built in the helper, which is not handed the scheduler
     "fixtures/rules/gl501/load_method_without_scheduler.py:20 GL501",  # the checkpoint's key is unknown

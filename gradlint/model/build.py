@@ -11,11 +11,11 @@ from gradlint.model.events import Event, Gate, Place, Role, Shape, TrainingLoop
 from gradlint.model.gate_search import after_guard, epoch_length, find_gates, iterable_of, loop_index, zero_based
 from gradlint.model.gate_tests import is_final_condition, read_gate
 from gradlint.model.scopes import find_scopes
+from gradlint.model.sync_guards import guards_iterations, is_sync_guard
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 from gradlint.names import Kind
 
-_SYNC_CONTEXTS = ("no_sync", "no_backward_sync", "accumulate")
 _UNBOUNDED = frozenset({"range", "count", "cycle", "repeat", "itertools.count", "itertools.cycle"})
 
 
@@ -51,9 +51,10 @@ def _place(
         shape = Shape.NESTED
     else:
         shape = Shape.PLAIN
-    sync_blocks = [w.node for w in collector.withs if _is_sync_context(w.unit, w.node)]
-    manages_sync = any(w.node is root or w.inside(root) for w in collector.withs
-                       if any(w.node is b for b in sync_blocks))
+    sync_sites = [w for w in collector.withs if _is_sync_context(w.unit, w.node)] + [
+        site for site in collector.loops if guards_iterations(site.unit, site.node)]
+    sync_blocks = [site.node for site in sync_sites]
+    manages_sync = any(site.node is root or site.inside(root) for site in sync_sites)
     stepping = {id(e) for e in events if _keyword_gated(e, collector)}
     beside = _beside_accumulate(collector, accumulate) + _beside_gates(collector, root, gates)
     for event in events:
@@ -228,17 +229,17 @@ def _flushed_after(collector: Collector, root: cst.CSTNode, gate: Gate) -> bool:
 
 
 def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:
-    """``with model.no_sync():``, ``fabric.no_backward_sync(...)``, ``accelerator.accumulate``,
-    or a context variable chosen from one (``ctx = nullcontext() if last else model.no_sync()``)."""
+    """A sync guard (:func:`gradlint.model.sync_guards.is_sync_guard`), ``accelerator.accumulate``,
+    or a context variable bound to one."""
     for item in with_node.items:
         expr = item.item
-        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-            if expr.func.attr.value in _SYNC_CONTEXTS:
-                return True
+        if is_sync_guard(unit, expr):
+            return True
+        if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute) and expr.func.attr.value == "accumulate":
+            return True
         name = dotted(expr.func if isinstance(expr, cst.Call) else expr)
-        for value in unit.bound_values(name) if name else []:
-            if any(word in unit.text_of(value) for word in _SYNC_CONTEXTS):
-                return True
+        if name and any("accumulate" in unit.text_of(value) for value in unit.bound_values(name)):
+            return True
     return False
 
 
@@ -314,7 +315,7 @@ def _place_of(event: Event, shape: Shape, gates: list[Gate], micro: list[cst.CST
         if gate.guard:
             if after_guard(event, gate):
                 return Place.BOUNDARY
-        elif gate.update_branch is not None and event.inside(gate.update_branch):
+        elif gate.update_branch is not None and event.inside(gate.update_branch) or _under_gate_test(event, gate):
             return Place.BOUNDARY
     if any(event.inside(loop) for loop in micro):
         return Place.MICRO
@@ -323,6 +324,29 @@ def _place_of(event: Event, shape: Shape, gates: list[Gate], micro: list[cst.CST
     if shape is Shape.NESTED:
         return Place.BOUNDARY
     return Place.MICRO
+
+
+def _under_gate_test(event: Event, gate: Gate) -> bool:
+    """An ``if`` beside the gate whose test has the gate's own update test as an ``and`` operand
+    (torchdistill's ``if sched and count % S == 0 and count % N == 0:``): it runs only at the
+    boundary too."""
+    node = gate.node
+    if not isinstance(node, cst.If) or gate.update_branch is not node.body:
+        return False
+    wanted = _bare(node.test)
+    return any(isinstance(a, cst.If) and a is not node and event.inside(a.body)
+               and any(_bare(c).deep_equals(wanted) for c in _conjuncts(a.test)) for a in event.ancestors)
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return _conjuncts(test.left) + _conjuncts(test.right)
+    return [test]
+
+
+def _bare(expr: cst.BaseExpression) -> cst.BaseExpression:
+    """``expr`` without its own parentheses."""
+    return expr.with_changes(lpar=[], rpar=[]) if getattr(expr, "lpar", None) else expr
 
 
 def _holds(loop: cst.CSTNode, node: cst.CSTNode, events: list[Event]) -> bool:

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
 from dataclasses import dataclass, field
 from functools import lru_cache
 from pathlib import Path
@@ -46,6 +46,9 @@ class UnitModel:
     home: Path | None = None  # the module file of a unit read from another module of the project
     column_shifts: dict[int, int] = field(default_factory=dict)
     """File line -> characters cut from its start for libcst (see :func:`parse_unit`)."""
+    siblings: Callable[[], list[UnitModel]] | None = None
+    """The other methods of the unit's class in its module, parsed on demand (``__init__``
+    building the scheduler a ``train`` method steps): :mod:`gradlint.model.constructions`."""
 
     def span(self, node: cst.CSTNode) -> Span:
         """The file span of ``node`` (1-based lines and columns, end exclusive)."""
@@ -151,8 +154,22 @@ class UnitLibrary:
             facts = self._facts
             if self._project is not None and self._path is not None:
                 facts = self._project.unit_facts(self._path, unit, facts)
-            self._parsed[unit] = parse_unit(self._lines, unit, facts)
+            model = self._parsed[unit] = parse_unit(self._lines, unit, facts)
+            if unit.class_name is not None:
+                model.siblings = lambda: self._methods_beside(unit)
         return self._parsed[unit]
+
+    def _methods_beside(self, unit: Unit) -> list[UnitModel]:
+        """The other methods of ``unit``'s class that parse."""
+        found = []
+        for other in (u for units in self._facts.functions.values() for u in units):
+            if other.class_name != unit.class_name or other == unit:
+                continue
+            try:
+                found.append(self.get(other))
+            except (cst.ParserSyntaxError, RecursionError):
+                continue
+        return found
 
     def resolve(self, call: cst.Call, caller: UnitModel) -> UnitModel | None:
         """The training function ``call`` reaches: ``train_step(...)`` (exactly one module-level

@@ -8,6 +8,7 @@ import libcst as cst
 
 from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
+from gradlint.model.constructions import Construction, construction_of
 from gradlint.model.events import Event, Place, Role, Shape, TrainingLoop
 from gradlint.model.syntax import dotted
 from gradlint.rules.base import Change, Finding, Invalid, Rule
@@ -38,16 +39,16 @@ class ScheduleLengthInMicroBatches(Rule):
             if name is None or name in seen or event.metric or not _per_update(loop, event):
                 continue
             seen.add(name)
-            built = loop.unit.single_value(name)
-            if not isinstance(built, cst.Call):
-                continue
-            for length in _length_arguments(built):
-                found = _micro_batch_length(loop, length, loader)
+            built = construction_of(loop.unit, name)
+            if built is None or (built.unit is not loop.unit and not loader.startswith("self.")):
+                continue  # another method's local `loader` is not the one this loop iterates
+            for length in _length_arguments(built.call):
+                found = _micro_batch_length(built, length, loader)
                 if found is None:
                     continue
-                yield Finding(loop.unit.span(built), f"`{name}`'s length counts micro-batches but it steps once per "
-                              "update; size it in updates",
-                              self.fix(_divide, loop, found, n),
+                fix = self.fix(_divide, loop, found, n) if built.unit is loop.unit else None
+                yield Finding(built.unit.span(built.call), f"`{name}`'s length counts micro-batches but it steps once "
+                              "per update; size it in updates", fix,
                               detail=f"`len({loader})` is not divided by the {n} micro-batches of an update, so the "
                               f"schedule runs only 1/{n} of its course; size it in updates: "
                               f"`math.ceil(len({loader}) / {n})`.")
@@ -138,21 +139,22 @@ def _length_arguments(call: cst.Call) -> list[cst.BaseExpression]:
     return found
 
 
-def _micro_batch_length(loop: TrainingLoop, length: cst.BaseExpression, loader: str) -> cst.Call | None:
+def _micro_batch_length(built: Construction, length: cst.BaseExpression, loader: str) -> cst.Call | None:
     """The ``len(<loader>)`` call a length is built from when nothing on the way divides it
     (by N or anything else), names the accumulation, or scales it by the process count;
     None when the length is sized otherwise or cannot be followed (a name assigned twice, a
     parameter)."""
     found: list[cst.Call] = []
-    if not _follow(loop, length, loader, found, _DEPTH) or len(found) != 1:
+    if not _follow(built, length, loader, found, _DEPTH) or len(found) != 1:
         return None
     return found[0]
 
 
-def _follow(loop: TrainingLoop, node: cst.BaseExpression, loader: str, found: list[cst.Call], depth: int) -> bool:
-    """Walk ``node`` through single assignments, collecting ``len(loader)`` calls; False as
-    soon as something makes it not a micro-batch count (or unknowable)."""
-    text = loop.unit.text_of(node)
+def _follow(built: Construction, node: cst.BaseExpression, loader: str, found: list[cst.Call], depth: int) -> bool:
+    """Walk ``node`` through single assignments of the construction's unit, collecting
+    ``len(loader)`` calls; False as soon as something makes it not a micro-batch count (or
+    unknowable)."""
+    text = built.unit.text_of(node)
     if "/" in text or "accum" in text.lower() or "num_processes" in text or "world_size" in text:
         return False
     if isinstance(node, cst.Call):
@@ -165,15 +167,14 @@ def _follow(loop: TrainingLoop, node: cst.BaseExpression, loader: str, found: li
     if isinstance(node, cst.BinaryOperation):
         if not isinstance(node.operator, (cst.Multiply, cst.Add, cst.Subtract)):
             return False
-        return _follow(loop, node.left, loader, found, depth) and _follow(loop, node.right, loader, found, depth)
+        return _follow(built, node.left, loader, found, depth) and _follow(built, node.right, loader, found, depth)
     name = dotted(node)
     if name is None:
         return False
-    values = loop.unit.bound_values(name)
+    values = built.values(name)
     if not values or depth == 0:
         return True  # an epoch count or another factor from elsewhere
-    value = values[0]
-    return len(values) == 1 and isinstance(value, cst.BaseExpression) and _follow(loop, value, loader, found, depth - 1)
+    return len(values) == 1 and _follow(built, values[0], loader, found, depth - 1)
 
 
 def _factor(loop: TrainingLoop) -> str | None:

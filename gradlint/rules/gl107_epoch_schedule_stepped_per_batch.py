@@ -11,6 +11,7 @@ from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import edits
 from gradlint.fixes.layout import layout_of
 from gradlint.fixes.regions import after
+from gradlint.model.constructions import Construction, construction_of
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.model.syntax import dotted, names_in
 from gradlint.rules.base import Change, Finding, Invalid, Rule
@@ -34,9 +35,11 @@ class EpochScheduleSteppedPerBatch(Rule):
         for event in loop.of(Role.SCHEDULER_STEP):
             if event.metric or event.unit is not loop.unit or event.receiver is None:
                 continue
-            built = loop.unit.single_value(event.receiver)
-            length = _epoch_length(loop, built) if isinstance(built, cst.Call) else None
-            if length is None or bound not in _names_through(loop, length):
+            built = construction_of(loop.unit, event.receiver)
+            if built is None or (built.unit is not loop.unit and not bound.startswith("self.")):
+                continue  # another method's local `epochs` is not this loop's bound
+            length = _epoch_length(built, built.call)
+            if length is None or bound not in _names_through(built, length):
                 continue
             yield Finding(event.span, f"{call_text(loop, event)} steps an epoch-counted schedule on every batch; step "
                           "it once per epoch", self.fix(_after_batch_loop, loop, event, epochs),
@@ -96,7 +99,7 @@ def _range_bound(epochs: cst.For) -> str | None:
     return dotted(source.args[-1].value)
 
 
-def _epoch_length(loop: TrainingLoop, call: cst.Call) -> cst.BaseExpression | None:
+def _epoch_length(built: Construction, call: cst.Call) -> cst.BaseExpression | None:
     """The length argument of an epoch-counted scheduler constructor, unless it reads a
     per-batch quantity (``len(loader)``, a step or iteration count)."""
     last = (dotted(call.func) or "").rsplit(".", 1)[-1]
@@ -107,19 +110,20 @@ def _epoch_length(loop: TrainingLoop, call: cst.Call) -> cst.BaseExpression | No
     positional = [a.value for a in call.args if a.keyword is None and a.star == ""]
     if value is None and index < len(positional):
         value = positional[index]
-    if value is None or _PER_BATCH.search(loop.unit.text_of(value)):
+    if value is None or _PER_BATCH.search(built.unit.text_of(value)):
         return None
     return value
 
 
-def _names_through(loop: TrainingLoop, value: cst.BaseExpression) -> set[str]:
-    """Names ``value`` reads, also through names assigned once in the unit (one level), unless
-    one of those reads a per-batch quantity (then nothing)."""
+def _names_through(built: Construction, value: cst.BaseExpression) -> set[str]:
+    """Names ``value`` reads, also through names assigned once in the construction's unit (one
+    level), unless one of those reads a per-batch quantity (then nothing)."""
     names = names_in(value)
     for name in list(names):
-        bound = loop.unit.single_value(name)
+        values = built.values(name)
+        bound = values[0] if len(values) == 1 else None
         if bound is not None:
-            if _PER_BATCH.search(loop.unit.text_of(bound)):
+            if _PER_BATCH.search(built.unit.text_of(bound)):
                 return set()
             names |= names_in(bound)
     return names

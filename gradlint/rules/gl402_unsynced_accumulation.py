@@ -19,8 +19,8 @@ class UnsyncedAccumulation(Rule):
             return
         if loop.unit.facts.wrapped_models and loop.shape is not Shape.ACCELERATE:
             yield from _prepared_by_hand(loop)
-        if Kind.DDP_MODEL not in loop.unit.facts.bindings.values():
-            return
+        if Kind.DDP_MODEL not in loop.unit.facts.bindings.values() and not _unused_guard(loop):
+            return  # no model known to be DistributedDataParallel
         for event in per_micro_batch(loop, Role.BACKWARD):
             if event.no_sync or event.framework in ("accelerate", "fabric", "deepspeed"):
                 continue
@@ -82,6 +82,17 @@ def train(model, get_batch, optimizer, accelerator, num_updates, accum_steps):
         optimizer.zero_grad()
 """, ((5, "GL402"),)),
     )
+
+
+def _unused_guard(loop: TrainingLoop) -> bool:
+    """The loop, or the function its micro-batch backward runs in, reads a model's ``no_sync``
+    (so the model is DDP or FSDP) without entering it around that backward:
+    ``ctx = self.dist_model.no_sync`` left unused. A guard in a caller of the loop's function
+    (``run_optimizer(loss)`` receiving a loss whose forward the caller guarded) is not seen here."""
+    models = loop.unit.facts.sync_models
+    texts = [loop.unit.text_of(loop.root)] + [e.unit.text_of(e.unit.root) for e in loop.of(Role.BACKWARD)
+                                              if e.unit is not loop.unit]
+    return any(f"{model}.no_sync" in text for model in models for text in texts)
 
 
 def _prepared_by_hand(loop: TrainingLoop) -> Iterator[Finding]:

@@ -12,11 +12,10 @@ from gradlint.fixes import edits
 from gradlint.fixes.layout import layout_of
 from gradlint.fixes.regions import before
 from gradlint.model.events import Event, Role, TrainingLoop
+from gradlint.model.sync_guards import is_sync_guard
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-
-_GUARDS = ("no_sync", "no_backward_sync")
 
 
 class SyncGuardMissesForward(Rule):
@@ -124,14 +123,9 @@ def guard_of(unit: UnitModel, scope: cst.CSTNode, event: Event) -> cst.With | No
 
 
 def is_guard(unit: UnitModel, expr: cst.BaseExpression) -> bool:
-    """``x.no_sync()``, either arm of ``x.no_sync() if ddp else nullcontext()``, or a name bound to one."""
-    if isinstance(expr, cst.IfExp):
-        return is_guard(unit, expr.body) or is_guard(unit, expr.orelse)
-    if isinstance(expr, cst.Call) and isinstance(expr.func, cst.Attribute):
-        return expr.func.attr.value in _GUARDS
-    name = dotted(expr)
-    values = unit.bound_values(name) if name else []
-    return bool(values) and all(any(g in unit.text_of(v) for g in _GUARDS) for v in values)
+    """``x.no_sync()``, either arm of ``x.no_sync() if ddp else nullcontext()``, a helper that
+    wraps one, or a name every value of which is one."""
+    return is_sync_guard(unit, expr, certain=True)
 
 
 def _forward_outside(unit: UnitModel, scope: cst.CSTNode, backward: Event, guard: cst.With) -> cst.CSTNode | None:
@@ -140,7 +134,7 @@ def _forward_outside(unit: UnitModel, scope: cst.CSTNode, backward: Event, guard
     guard_span = unit.span(guard)
     scope_line = unit.span(scope).line
     loss = backward.unscaled_loss
-    if loss is None:
+    if loss is None or _computes_inline(loss):
         return None
     statement = None
     for name in names_in(loss):
@@ -152,6 +146,20 @@ def _forward_outside(unit: UnitModel, scope: cst.CSTNode, backward: Event, guard
             return None
         statement = found
     return statement
+
+
+def _computes_inline(loss: cst.BaseExpression) -> bool:
+    """Whether the backward's own expression runs the forward (``(F.cross_entropy(model(x), y)
+    / N).backward()``): a call with arguments in it, not ``loss.mean()``."""
+    found: list[cst.Call] = []
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            if call.args:
+                found.append(call)
+
+    loss.visit(_Calls())
+    return bool(found)
 
 
 def _forward_of(unit: UnitModel, scope: cst.CSTNode, name: str, backward: Event) -> cst.SimpleStatementLine | None:

@@ -12,8 +12,12 @@ from gradlint.fixes import primitives as edit
 from gradlint.fixes.layout import layout_of
 from gradlint.fixes.regions import before
 from gradlint.model.events import TrainingLoop
+from gradlint.model.syntax import dotted
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 from gradlint.rules.readers import loader_of
+
+_READS = frozenset({"enumerate", "len", "iter", "next", "zip", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm", "print"})
+"""Calls that only read a loader (never set its sampler's epoch)."""
 
 
 class SamplerEpochNotSet(Rule):
@@ -28,6 +32,8 @@ class SamplerEpochNotSet(Rule):
         if loader is None or loader not in facts.distributed_loaders or epochs is None:
             return
         sampler = facts.distributed_loaders[loader]
+        if any(e.unit.facts.sets_epoch for e in loop.events) or _handed_on(loop, epochs, {loader, sampler}):
+            return
         start, end = loop.unit.span(epochs), loop.unit.span(epochs.iter)
         yield Finding(Span(start.line, start.column, end.end_line, end.end_column),
                       f"`{loader}`'s DistributedSampler never gets its epoch; call "
@@ -99,6 +105,27 @@ def epoch_loop(loop: TrainingLoop) -> cst.For | None:
     index = next((i for i, a in enumerate(ancestors) if a is loop.root), None)
     outer = [a for a in ancestors[:index] if isinstance(a, (cst.For, cst.While, cst.FunctionDef))] if index else []
     return outer[-1] if outer and isinstance(outer[-1], cst.For) else None
+
+
+def _handed_on(loop: TrainingLoop, epochs: cst.For, names: set[str | None]) -> bool:
+    """Whether the epoch loop passes the loader or its sampler to a call gradlint does not
+    follow (``start_epoch(loader, epoch)``, ``hooks.before_epoch(train_loader)``): that call
+    may set the epoch."""
+    followed = {id(a) for e in loop.events for a in e.ancestors if isinstance(a, cst.Call)}
+    names = names - {None}
+    found = False
+
+    class _Calls(cst.CSTVisitor):
+        def visit_Call(self, call: cst.Call) -> None:
+            nonlocal found
+            callee = dotted(call.func)
+            if id(call) in followed or callee in _READS:
+                return
+            if any(dotted(arg.value) in names for arg in call.args):
+                found = True
+
+    epochs.body.visit(_Calls())
+    return found
 
 
 def _set_epoch(loop: TrainingLoop, epochs: cst.For, sampler: str | None) -> Change | None:
