@@ -17,7 +17,10 @@ from gradlint.diagnostics import Diagnostic, Span
 from gradlint.settings import Settings, SettingsError
 
 if TYPE_CHECKING:
+    from libcst import CSTNode
+
     from gradlint.model.events import TrainingLoop
+    from gradlint.model.unit import UnitModel
 
 SHAPES = {
     "plain": "plain loop (backward and step on every iteration)",
@@ -95,10 +98,11 @@ def _view(loop: TrainingLoop, diagnostics: list[Diagnostic]) -> LoopView:
     gate = loop.primary_gate
     if gate is not None:
         final = None if loop.shape.value == "accelerate" else gate.final_branch  # Accelerate flushes the last window
-        gate_line, gate_text = gate.span.line, loop.unit.text_of(gate.node.test)
-    elif loop.micro_loops:
+        owner = _unit_of(loop, gate.node)
+        gate_line, gate_text = gate.span.line, owner.text_of(gate.node.test) if owner is not None else None
+    elif loop.micro_loops and (owner := _unit_of(loop, loop.micro_loops[0])) is not None:
         micro = loop.micro_loops[0]
-        gate_line, gate_text, final = loop.unit.span(micro).line, _header(loop.unit.text_of(micro)), None
+        gate_line, gate_text, final = owner.span(micro).line, _header(owner.text_of(micro)), None
     else:
         gate_line, gate_text, final = None, None, None
     calls = tuple(CallView(e.span.line, e.span.column, e.span.end_line, e.span.end_column, e.role.value,
@@ -111,6 +115,12 @@ def _view(loop: TrainingLoop, diagnostics: list[Diagnostic]) -> LoopView:
     function = unit.name if unit.class_name is None else f"{unit.class_name}.{unit.name}"
     return LoopView(span.line, span.end_line, function, loop.shape.value, loop.factor_code(), gate_line,
                     gate_text, final, calls, inside)
+
+
+def _unit_of(loop: TrainingLoop, node: CSTNode) -> UnitModel | None:
+    """The unit ``node`` is written in: the loop's own, or that of a helper it follows."""
+    units = [loop.unit, *(e.unit for e in loop.events)]
+    return next((unit for unit in units if node in unit.positions), None)
 
 
 def _header(code: str) -> str:

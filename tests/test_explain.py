@@ -106,3 +106,33 @@ def test_no_loop(files: Path) -> None:
 def test_bad_targets_are_one_line_errors(files: Path, target: str, message: str) -> None:
     result = gradlint("explain", target)
     assert (result.exit_code, result.stderr) == (2, message)
+
+
+HELPER_LOOP = """\
+class Trainer:
+    def train_step(self, batch):
+        self.optimizer.zero_grad()
+        for micro in batch.chunk(self.accum):
+            loss = self.model(micro) / self.accum
+            loss.backward()
+        self.optimizer.step()
+
+    def fit(self, loader):
+        for batch in loader:
+            self.train_step(batch)
+"""
+
+
+def test_a_micro_batch_loop_in_a_followed_helper_is_shown_from_the_caller(tmp_path: Path,
+                                                                          monkeypatch: pytest.MonkeyPatch) -> None:
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "helper.py").write_text(HELPER_LOOP)
+    result = gradlint("explain", "helper.py:11")
+    assert result.exit_code == 0, result.output
+    assert result.stdout.splitlines()[:5] == [
+        "helper.py:10: Trainer.fit(): nested micro-batch loop (the update after it)",
+        "  boundary: line 4: for micro in batch.chunk(self.accum)",
+        "  10        |         for batch in loader:",
+        "  11        |             self.train_step(batch)",
+        "  via a helper: line 3: self.optimizer.zero_grad()  [update]",
+    ]
