@@ -31,7 +31,39 @@ def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], acc
         gate = _gate(owner, node, ancestors, test)
         if gate is not None and _qualifies(gate, events, accelerate, test) and not _reset_every_pass(root, gate, events):
             gates.append(gate)
-    return gates
+    return gates + _within_gates(collector, root, gates)
+
+
+def _within_gates(collector: Collector, root: cst.CSTNode, gates: list[Gate]) -> list[Gate]:
+    """An ``if`` whose ``and`` test includes a gate's whole update test (``if step % N == 0
+    and step % sched_every == 0:``) runs only at update boundaries, a subset of them."""
+    tests = {_bare(g.node.test, collector.home): g for g in gates
+             if not g.guard and g.update_branch is g.node.body and not isinstance(g.node.test, cst.BooleanOperation)}
+    found: list[Gate] = []
+    for site in collector.ifs:
+        node = site.node
+        if not (site.inside(root) and isinstance(node.test, cst.BooleanOperation) and isinstance(node.test.operator, cst.And)):
+            continue
+        if any(node is g.node for g in gates):
+            continue
+        for operand in _conjuncts(node.test):
+            gate = tests.get(_bare(operand, site.unit))
+            if gate is not None:
+                found.append(Gate(node, site.unit.span(node), node.body, counter=gate.counter, modulus=gate.modulus,
+                                  count_bound=gate.count_bound, offset_one=gate.offset_one))
+                break
+    return found
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
+
+
+def _bare(expr: cst.BaseExpression, unit: UnitModel) -> str:
+    """A test's text without whitespace or outer parentheses, to compare tests as written."""
+    return "".join(unit.text_of(expr).split()).strip("()")
 
 
 def _last_micro_batch(unit: UnitModel, site: Site[cst.If], micro: list[cst.CSTNode]) -> GateTest | None:
