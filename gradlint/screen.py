@@ -13,10 +13,13 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gradlint.names import Kind, build_alias_table, constructor_kind, dotted_name, kind_by_name, resolve
+from gradlint.names import CLIP_FUNCTIONS, FRAMEWORK_CLIP_METHODS, Kind, build_alias_table, constructor_kind, dotted_name, kind_by_name, resolve
 from gradlint.source import parse_python
 
-_TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step"})
+_TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step", "zero_grad", "unscale_"} | CLIP_FUNCTIONS
+                            | FRAMEWORK_CLIP_METHODS)
+"""Calls that make a unit a candidate: a helper that only zeroes, unscales or clips is followed
+from the loop that calls it (``self._clip_gradients()`` on every micro-batch)."""
 
 
 @dataclass(frozen=True)
@@ -107,7 +110,8 @@ def _is_training_call(node: ast.AST) -> bool:
     func = node.func
     if isinstance(func, ast.Attribute):
         return func.attr in _TRAINING_ATTRS or func.attr == "loss_scaler"
-    return isinstance(func, ast.Name) and func.id in ("backward", "manual_backward", "loss_scaler")
+    return isinstance(func, ast.Name) and (func.id in ("backward", "manual_backward", "loss_scaler")
+                                           or func.id in CLIP_FUNCTIONS)
 
 
 LEAVES = (ast.expr_context, ast.Constant, ast.Name, ast.alias, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)

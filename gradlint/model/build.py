@@ -166,10 +166,13 @@ def _beside_accumulate(collector: Collector, blocks: list[cst.With]) -> list[tup
 def _beside_gates(collector: Collector, root: cst.CSTNode, gates: list[Gate]) -> list[tuple[cst.If, int]]:
     """Each ``if`` inside ``root`` with a gate in one branch, and which branch: the other
     branch is a path that never reaches the gate (``if separately: ...gated... else:
-    batch_update()``)."""
+    batch_update()``). Gates that step decide this; a window-opening ``if n == 0: zero_grad()``
+    reached from both branches does not."""
+    stepping = [g for g in gates if any(
+        e.role is Role.STEP and not e.closure and e.inside(g.node) for e in collector.events)]
     found: list[tuple[cst.If, int]] = []
     for site in collector.ifs:
-        if not any(site.node is g.node for g in gates):
+        if not any(site.node is g.node for g in stepping or gates):
             continue
         chain = site.ancestors
         start = next((i for i, node in enumerate(chain) if node is root), len(chain))

@@ -88,6 +88,7 @@ class Event:
     span: Span = Span(0, 0, 0, 0)
     place: Place = Place.EVERY
     no_sync: bool = False  # inside `no_sync()`, `no_backward_sync()` or `accumulate()`
+    callers: tuple[tuple[cst.Call, UnitModel], ...] = ()  # the followed calls that reach ``unit``, outermost first
 
     @property
     def role(self) -> Role:
@@ -133,7 +134,7 @@ class Event:
     @cached_property
     def loss_trace(self) -> LossTrace:
         """Where the loss of a backward call comes from and how it is scaled."""
-        return trace_loss(self.unit, self.loss, self.span.line)
+        return trace_loss(self.unit, self.loss, self.span.line, self.callers)
 
     @property
     def framework_divides(self) -> bool:

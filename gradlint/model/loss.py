@@ -1,7 +1,8 @@
 """Follow the loss that reaches a backward call: is it scaled for accumulation, by what,
 and where does it come from?
 
-The trace follows simple assignments inside the unit only (never across files). Its verdict
+The trace follows simple assignments inside the unit, and a parameter of a followed helper back
+to the argument its caller passes (``self.backward_step(loss / N)``). Its verdict
 is ``SCALED`` when any division or multiplication (or a ``div``/``mul`` call) touches the
 loss on its way, ``UNSCALED`` when the loss demonstrably comes straight from a model or
 criterion, and ``UNKNOWN`` otherwise; rules act on definite verdicts only.
@@ -62,9 +63,13 @@ class LossTrace:
     token_mean: bool = False  # evidence that the loss is a mean over masked tokens
 
 
-def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> LossTrace:
-    """Trace the loss ``expr`` used at ``line``."""
-    tracer = _Tracer(unit)
+Callers = tuple[tuple[cst.Call, UnitModel], ...]
+"""The followed calls that reach a helper, outermost first, each with the unit making it."""
+
+
+def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int, callers: Callers = ()) -> LossTrace:
+    """Trace the loss ``expr`` used at ``line`` of ``unit``, reached through ``callers``."""
+    tracer = _Tracer(unit, callers)
     if expr is None:
         return LossTrace(Scaling.UNKNOWN)
     scaling = tracer.trace(expr, line, 0)
@@ -102,12 +107,13 @@ def _combine(verdicts: list[Scaling]) -> Scaling:
 
 
 class _Tracer:
-    def __init__(self, unit: UnitModel) -> None:
+    def __init__(self, unit: UnitModel, callers: Callers = ()) -> None:
         self.unit = unit
+        self.callers = list(callers)
         self.divisors: list[cst.BaseExpression] = []
         self.origins: list[cst.Call] = []
         self.model_output = False
-        self._names: dict[tuple[str, int, int], Scaling] = {}  # (name, line, depth) already traced
+        self._names: dict[tuple[str, int, int], Scaling] = {}  # (unit:name, line, depth) already traced
 
     def trace(self, expr: cst.BaseExpression, line: int, depth: int) -> Scaling:
         if depth > _MAX_DEPTH:
@@ -183,7 +189,7 @@ class _Tracer:
         """Every assignment to ``name`` above ``line``; a self-reference on the right reads
         the assignments above that one (``loss = loss + aux``). Each (name, line, depth) is
         traced once: ``loss = loss + loss`` repeated would otherwise branch exponentially."""
-        key = (name, line, depth)
+        key = (f"{id(self.unit)}:{name}", line, depth)
         if key not in self._names:
             self._names[key] = self._assignments(name, line, depth)
         return self._names[key]
@@ -191,6 +197,8 @@ class _Tracer:
     def _assignments(self, name: str, line: int, depth: int) -> Scaling:
         bound = [*self.unit.assignments.get(name, []), *bindings(self.unit).get(name, [])]
         found = [(at, value) for at, value in bound if at <= line]
+        if not found:
+            return self._argument(name, depth)
         verdicts = []
         for at, value in found:
             if isinstance(value, cst.AugAssign):
@@ -206,6 +214,24 @@ class _Tracer:
             elif isinstance(value, cst.BaseExpression):
                 verdicts.append(self.trace(value, at - 1, depth + 1))
         return _combine(verdicts) if verdicts else Scaling.UNKNOWN
+
+    def _argument(self, name: str, depth: int) -> Scaling:
+        """A parameter of a followed helper: the argument its caller passes, traced in the
+        caller (``def backward_step(self, loss)`` reached by ``self.backward_step(loss / N)``)."""
+        if not self.callers:
+            return Scaling.UNKNOWN
+        call, caller = self.callers[-1]
+        argument = passed_argument(self.unit, call, name)
+        if argument is None:
+            return Scaling.UNKNOWN
+        unit = self.unit
+        self.callers.pop()
+        self.unit = caller
+        try:
+            return self.trace(argument, caller.span(call).line, depth + 1)
+        finally:
+            self.unit = unit
+            self.callers.append((call, caller))
 
     def _call(self, call: cst.Call, line: int, depth: int) -> Scaling:
         func = call.func
@@ -230,6 +256,25 @@ class _Tracer:
         if local in self.unit.facts.functions and (callee == local or callee.startswith("self.")):
             return Scaling.UNKNOWN
         return Scaling.UNSCALED
+
+
+def passed_argument(callee: UnitModel, call: cst.Call, name: str) -> cst.BaseExpression | None:
+    """What ``call`` passes for the parameter ``name`` of the function ``callee`` (its first
+    parameter is the receiver of a method called on an object: ``self.helper(x)``); None when
+    ``name`` is no parameter, is not passed, or starred arguments hide the mapping."""
+    root = callee.root
+    if not isinstance(root, cst.FunctionDef) or any(a.star for a in call.args):
+        return None
+    params = [*root.params.posonly_params, *root.params.params]
+    static = any(dotted(d.decorator) == "staticmethod" for d in root.decorators)
+    if callee.unit.class_name is not None and isinstance(call.func, cst.Attribute) and params and not static:
+        params = params[1:]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    positional = [a.value for a in call.args if a.keyword is None]
+    index = next((i for i, p in enumerate(params) if p.name.value == name), None)
+    return positional[index] if index is not None and index < len(positional) else None
 
 
 def _down_scale(expr: cst.BaseExpression) -> cst.BaseExpression | None:
