@@ -13,7 +13,16 @@ import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
-from gradlint.names import CLIP_FUNCTIONS, FRAMEWORK_CLIP_METHODS, Kind, build_alias_table, constructor_kind, dotted_name, kind_by_name, resolve
+from gradlint.names import (
+    CLIP_FUNCTIONS,
+    FRAMEWORK_CLIP_METHODS,
+    Kind,
+    build_alias_table,
+    constructor_kind,
+    dotted_name,
+    kind_by_name,
+    resolve,
+)
 from gradlint.source import parse_python
 
 _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step", "zero_grad", "unscale_"} | CLIP_FUNCTIONS

@@ -120,6 +120,8 @@ class _Tracer:
             return Scaling.UNKNOWN
         if isinstance(expr, cst.BinaryOperation):
             return self._binary(expr, line, depth)
+        if isinstance(expr, cst.IfExp):  # `loss / acc if acc > 1 else loss`
+            return _combine([self.trace(expr.body, line, depth + 1), self.trace(expr.orelse, line, depth + 1)])
         if isinstance(expr, cst.Call):
             return self._call(expr, line, depth)
         if isinstance(expr, cst.Subscript):
