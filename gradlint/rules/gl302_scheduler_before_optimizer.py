@@ -18,8 +18,7 @@ class SchedulerBeforeOptimizer(Rule):
         for sched in loop.of(Role.SCHEDULER_STEP):
             if sched.metric or _follows_a_step(loop, sched):
                 continue
-            later = [s for s in update_steps(loop) if s.place is sched.place and loop.flows(sched, s)
-                     and not any(sched.order < b.order < s.order for b in loop.of(Role.BACKWARD))]
+            later = [s for s in update_steps(loop) if s.place is sched.place and loop.flows(sched, s)]
             if later:
                 step = call_text(loop, later[0])
                 yield Finding(sched.span, f"{call_text(loop, sched)} runs before {step} in the same update, so "
