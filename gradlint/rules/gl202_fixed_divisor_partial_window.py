@@ -86,8 +86,8 @@ def _fixed_divisor(loop: TrainingLoop, trace: LossTrace) -> str | None:
 
 
 def _read_from_config(loop: TrainingLoop, name: str) -> bool:
-    """Every value the loop's unit gives ``name`` is a plain read (``acc =
+    """The loop's unit gives ``name`` one value, a plain read (``acc =
     engine.accumulation_steps``) or a literal: the same N on every pass, not a window size."""
     values = loop.unit.bound_values(name)
-    return bool(values) and all(isinstance(v, cst.Integer) or (isinstance(v, cst.BaseExpression) and dotted(v) is not None)
-                                for v in values)
+    return len({loop.unit.text_of(v) for v in values}) == 1 and all(
+        isinstance(v, cst.Integer) or (isinstance(v, cst.BaseExpression) and dotted(v) is not None) for v in values)
