@@ -58,7 +58,7 @@ def _place(
         event.place = Place.BOUNDARY if id(event) in stepping and shape is not Shape.PLAIN else (
             _place_of(event, shape, gates, micro))
         if event.place is Place.MICRO and not micro and (
-                any(_other_branch(event, node) for node in beside) or _asked_to_step(event, root, events)):
+                any(_other_branch(event, node) for node in beside) or _asked_to_step(unit, event, root, events)):
             event.place = Place.EVERY
         event.no_sync = any(event.inside(w) for w in sync_blocks)
     for gate in gates:
@@ -130,7 +130,7 @@ _FLIPPED: dict[type, type] = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cs
                               cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual}
 
 
-def _asked_to_step(event: Event, root: cst.CSTNode, events: list[Event]) -> bool:
+def _asked_to_step(unit: UnitModel, event: Event, root: cst.CSTNode, events: list[Event]) -> bool:
     """Whether ``event`` sits under an ``if`` that holds a step and whose test is a call the
     model cannot read (``if self._should_do_step():``, ``do_step = should_step(); if do_step:``):
     how often that branch runs is decided elsewhere."""
@@ -141,8 +141,8 @@ def _asked_to_step(event: Event, root: cst.CSTNode, events: list[Event]) -> bool
             continue
         test = node.test
         name = dotted(test)
-        if name is not None:
-            test = event.unit.single_value(name) or test
+        if name is not None:  # the flag is the loop's when the event lives in a helper
+            test = event.unit.single_value(name) or unit.single_value(name) or test
         if isinstance(test, cst.Call) and any(
                 e.role is Role.STEP and not e.closure and e.inside(node.body) for e in events):
             return True
