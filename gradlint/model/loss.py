@@ -2,7 +2,8 @@
 and where does it come from?
 
 The trace follows simple assignments inside the unit, and a parameter of a followed helper back
-to the argument its caller passes (``self.backward_step(loss / N)``). Its verdict
+to the argument its caller passes (``self.backward_step(loss / N)``: there only a division
+counts). Its verdict
 is ``SCALED`` when any division or multiplication (or a ``div``/``mul`` call) touches the
 loss on its way, ``UNSCALED`` when the loss demonstrably comes straight from a model or
 criterion, and ``UNKNOWN`` otherwise; rules act on definite verdicts only.
@@ -230,10 +231,13 @@ class _Tracer:
         self.callers.pop()
         self.unit = caller
         try:
-            return self.trace(argument, caller.span(call).line, depth + 1)
+            verdict = self.trace(argument, caller.span(call).line, depth + 1)
         finally:
             self.unit = unit
             self.callers.append((call, caller))
+        # a helper that backpropagates what it is handed serves losses the caller may have
+        # built whole (a re-forward over the window's cached features): only a division counts
+        return verdict if verdict is Scaling.SCALED else Scaling.UNKNOWN
 
     def _call(self, call: cst.Call, line: int, depth: int) -> Scaling:
         func = call.func
