@@ -5,8 +5,10 @@
 
 For each such loop and each mutation kind whose anchors the loop has (see
 ``mutations.py``), the mutated file is linted through gradlint's stdin from the package
-root.  A mutant is caught when the kind's code is reported on the expected line and no
-other finding appears that the original (lines shifted) did not have.  Mutants that do
+root.  A mutant is caught when the kind's code is reported on the expected line (or, when
+the statement there calls a function of the module, where that function writes the call:
+gradlint reports an event in the helper that holds it) and no other finding appears that
+the original (lines shifted) did not have.  Mutants that do
 not parse are skipped and counted.  Findings inside the unmutated correct loops are
 listed: the originals must be clean.
 """
@@ -25,7 +27,7 @@ from pathlib import Path
 from labelled import add_common, load_labels, resolve
 from labelled_sources import Finding, SourceError, lint_files, lint_text
 from labelset import LabelError, LabelFile, Loop
-from mutations import KINDS, Mutant, NotApplicable, mutate, parses
+from mutations import KINDS, Mutant, NotApplicable, helper_lines, mutate, parses
 
 
 @dataclass(frozen=True)
@@ -88,10 +90,14 @@ def mutants_of(lab: LabelFile, loop: Loop, text: str,
 
 
 def judge(job: _Job, findings: Sequence[Finding]) -> Outcome:
-    """Caught when the only new finding is the expected code on the expected line."""
+    """Caught when the only new finding is the expected code on the expected line, or inside
+    a function of the module that the statement on that line calls (gradlint reports an
+    event where its call is written: in the helper that holds it)."""
     new = sorted(_keys(findings) - job.shifted, key=lambda k: (k[1], k[0]))
-    expected = (job.base.code, job.base.line)
-    return replace(job.base, status="caught" if new == [expected] else "missed",
+    code, line = job.base.code, job.base.line
+    caught = len(new) == 1 and new[0][0] == code and (
+        new[0][1] == line or new[0][1] in helper_lines(job.mutant.text, line))
+    return replace(job.base, status="caught" if caught else "missed",
                    reported=tuple(f"{c}:{n}" for c, n in new))
 
 

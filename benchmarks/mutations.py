@@ -344,3 +344,36 @@ def parses(text: str) -> bool:
     except (SyntaxError, ValueError):
         return False
     return True
+
+
+def helper_lines(text: str, line: int, depth: int = 3) -> frozenset[int]:
+    """The lines of the module's functions that the statement starting on ``line`` calls (by
+    name, ``self.clip_grads(...)`` or ``clip_grads(...)``), and of what they call, ``depth``
+    calls deep. gradlint reports an event where its call is written, in the helper when a
+    helper holds it, so a mutant that moves or deletes a call to a helper is reported there."""
+    try:
+        tree = ast.parse(text)
+    except (SyntaxError, ValueError):
+        return frozenset()
+    functions: dict[str, list[ast.AST]] = {}
+    statements: list[ast.stmt] = []
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
+            functions.setdefault(node.name, []).append(node)
+        if isinstance(node, ast.stmt) and node.lineno == line:
+            statements.append(node)
+    found: set[int] = set()
+    todo: list[ast.AST] = statements[:1]
+    for _ in range(depth):
+        reached: list[ast.AST] = []
+        for node in todo:
+            for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
+                func = call.func
+                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+                for function in functions.get(name or "", []):
+                    span = range(function.lineno, (function.end_lineno or function.lineno) + 1)
+                    if not found.issuperset(span):
+                        found.update(span)
+                        reached.append(function)
+        todo = reached
+    return frozenset(found)

@@ -87,6 +87,8 @@ def constructor_kind(qualified: str) -> Kind | None:
         return Kind.FABRIC
     if last in ("DistributedDataParallel", "DDP"):
         return Kind.DDP_MODEL
+    if low.startswith("optimizer") and last[:1].isupper():
+        return Kind.OPTIMIZER  # a wrapper that steps its optimizer, then its schedule
     if "lr_scheduler" in parts or "schedule" in low or low.endswith("lr") and last[:1].isupper():
         return Kind.SCHEDULER
     if "swa_utils" in parts:

@@ -14,11 +14,23 @@ from collections.abc import Callable
 from dataclasses import dataclass, field
 
 from gradlint.model.framework_methods import BOUNDARY_WORD, boundary_owned_methods
-from gradlint.names import Kind, build_alias_table, constructor_kind, dotted_name, kind_by_name, resolve
+from gradlint.names import (
+    CLIP_FUNCTIONS,
+    FRAMEWORK_CLIP_METHODS,
+    Kind,
+    build_alias_table,
+    constructor_kind,
+    dotted_name,
+    kind_by_name,
+    resolve,
+)
 from gradlint.source import parse_python
 from gradlint.sync_facts import sync_facts
 
-_TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step"})
+_TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step", "zero_grad", "unscale_"} | CLIP_FUNCTIONS
+                            | FRAMEWORK_CLIP_METHODS)
+"""Calls that make a unit a candidate: a helper that only zeroes, unscales or clips is followed
+from the loop that calls it (``self._clip_gradients()`` on every micro-batch)."""
 
 
 @dataclass(frozen=True)
@@ -121,7 +133,8 @@ def _is_training_call(node: ast.AST) -> bool:
     func = node.func
     if isinstance(func, ast.Attribute):
         return func.attr in _TRAINING_ATTRS or func.attr == "loss_scaler"
-    return isinstance(func, ast.Name) and func.id in ("backward", "manual_backward", "loss_scaler")
+    return isinstance(func, ast.Name) and (func.id in ("backward", "manual_backward", "loss_scaler")
+                                           or func.id in CLIP_FUNCTIONS)
 
 
 LEAVES = (ast.expr_context, ast.Constant, ast.Name, ast.alias, ast.operator, ast.unaryop, ast.cmpop, ast.boolop)

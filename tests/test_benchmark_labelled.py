@@ -18,7 +18,7 @@ TREES = ROOT / "tests" / "data" / "labelled"
 TOY = TREES / "toyproj-1.0" / "toyproj"
 sys.path.insert(0, str(BENCH))
 
-from mutations import KINDS, NotApplicable, mutate, parses  # noqa: E402
+from mutations import KINDS, NotApplicable, helper_lines, mutate, parses  # noqa: E402
 
 OK_ANCHORS = {"forward": 23, "scale": 24, "backward": 25, "gate": 26, "unscale": 27, "clip": 28,
               "step": 29, "scheduler": 31, "zero_grad": 32, "no_sync": 21, "counter": 33}
@@ -304,6 +304,53 @@ def test_not_applicable() -> None:
         mutate(text, by_name["drop-scaling"], {**OK_ANCHORS, "scale": 23}, True)
     # a non-accumulating loop still gets the order mutations
     assert mutate(text, by_name["clip-after-step"], OK_ANCHORS, accumulates=False).code == "GL301"
+
+
+HELPERS = """\
+class Hook:
+    def clip(self, params):
+        return self.clip_norm(params)
+
+    def clip_norm(self, params):
+        torch.nn.utils.clip_grad_norm_(params, 1.0)
+
+    def after_iter(self, runner):
+        runner.loss.backward()
+        runner.optimizer.step()
+        self.clip(runner.model.parameters())
+
+
+def unrelated():
+    pass
+"""
+
+
+def test_helper_lines_are_the_functions_a_statement_reaches() -> None:
+    # line 11 calls self.clip (lines 2-3), which calls self.clip_norm (lines 5-6)
+    assert helper_lines(HELPERS, 11) == frozenset({2, 3, 5, 6})
+    assert helper_lines(HELPERS, 11, depth=1) == frozenset({2, 3})
+    assert helper_lines(HELPERS, 9) == frozenset()  # runner.loss.backward(): no function here
+    assert helper_lines("def broken(:\n", 1) == frozenset()
+
+
+def test_a_mutant_is_caught_in_the_helper_its_moved_call_reaches() -> None:
+    from labelled_sources import Finding
+    from mutate import Outcome, _Job
+    from mutations import Mutant
+
+    mutant = Mutant("clip-after-step", "GL301", HELPERS, 11, {n: n for n in range(1, 16)})
+    job = _Job(Outcome("p", "hook.py", "Hook.after_iter", "clip-after-step", "GL301", 11, "unparseable"),
+               mutant, frozenset())
+
+    def judged(*found: tuple[str, int]) -> str:
+        from mutate import judge
+        return judge(job, [Finding("hook.py", line, code, "") for code, line in found]).status
+
+    assert judged(("GL301", 11)) == "caught"
+    assert judged(("GL301", 6)) == "caught"  # the clip written in clip_norm, reached from line 11
+    assert judged(("GL301", 14)) == "missed"  # in a function line 11 does not reach
+    assert judged(("GL101", 6)) == "missed"
+    assert judged(("GL301", 6), ("GL305", 10)) == "missed"
 
 
 def test_a_mutant_that_does_not_compile_is_flagged() -> None:

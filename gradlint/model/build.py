@@ -61,7 +61,7 @@ def _place(
         event.place = Place.BOUNDARY if id(event) in stepping and shape is not Shape.PLAIN else (
             _place_of(event, shape, gates, micro))
         if event.place is Place.MICRO and not micro and (
-                any(_other_branch(event, node) for node in beside) or _asked_to_step(event, root, events)):
+                any(_other_branch(event, node) for node in beside) or _asked_to_step(unit, event, root, events)):
             event.place = Place.EVERY
         event.no_sync = any(event.inside(w) for w in sync_blocks)
     for gate in gates:
@@ -141,7 +141,7 @@ _FLIPPED: dict[type, type] = {cst.LessThan: cst.GreaterThan, cst.GreaterThan: cs
                               cst.LessThanEqual: cst.GreaterThanEqual, cst.GreaterThanEqual: cst.LessThanEqual}
 
 
-def _asked_to_step(event: Event, root: cst.CSTNode, events: list[Event]) -> bool:
+def _asked_to_step(unit: UnitModel, event: Event, root: cst.CSTNode, events: list[Event]) -> bool:
     """Whether ``event`` sits under an ``if`` that holds a step and whose test is a call the
     model cannot read (``if self._should_do_step():``, ``do_step = should_step(); if do_step:``):
     how often that branch runs is decided elsewhere."""
@@ -152,8 +152,8 @@ def _asked_to_step(event: Event, root: cst.CSTNode, events: list[Event]) -> bool
             continue
         test = node.test
         name = dotted(test)
-        if name is not None:
-            test = event.unit.single_value(name) or test
+        if name is not None:  # the flag is the loop's when the event lives in a helper
+            test = event.unit.single_value(name) or unit.single_value(name) or test
         if isinstance(test, cst.Call) and any(
                 e.role is Role.STEP and not e.closure and e.inside(node.body) for e in events):
             return True
@@ -177,10 +177,13 @@ def _beside_accumulate(collector: Collector, blocks: list[cst.With]) -> list[tup
 def _beside_gates(collector: Collector, root: cst.CSTNode, gates: list[Gate]) -> list[tuple[cst.If, int]]:
     """Each ``if`` inside ``root`` with a gate in one branch, and which branch: the other
     branch is a path that never reaches the gate (``if separately: ...gated... else:
-    batch_update()``)."""
+    batch_update()``). Gates that step decide this; a window-opening ``if n == 0: zero_grad()``
+    reached from both branches does not."""
+    stepping = [g for g in gates if any(
+        e.role is Role.STEP and not e.closure and e.inside(g.node) for e in collector.events)]
     found: list[tuple[cst.If, int]] = []
     for site in collector.ifs:
-        if not any(site.node is g.node for g in gates):
+        if not any(site.node is g.node for g in stepping or gates):
             continue
         chain = site.ancestors
         start = next((i for i, node in enumerate(chain) if node is root), len(chain))

@@ -14,6 +14,8 @@ from gradlint.screen import ModuleFacts
 _FRAMEWORK_OF = {Kind.ACCELERATOR: "accelerate", Kind.FABRIC: "fabric", Kind.ENGINE: "deepspeed"}
 _STEPPERS = (Kind.OPTIMIZER, Kind.ENGINE, Kind.ENGINE_PART)
 _NATIVE_SCALER = re.compile(r"^loss_scaler$")
+_CLIP_NAME = re.compile(r"^clip_\w*grad")
+"""A project's own clipping function or method (``clip_l2_grad_norm_``, ``self.clip_grads``)."""
 
 
 def classify(call: cst.Call, facts: ModuleFacts) -> tuple[RoleRecord, ...]:
@@ -52,6 +54,8 @@ def _classify(call: cst.Call, facts: ModuleFacts) -> RoleRecord | None:
         return RoleRecord(Role.CLIP, receiver, kind, framework=framework)
     if attr in CLIP_FUNCTIONS:
         return _classify_function(call, dotted(func) or attr, facts)
+    if _CLIP_NAME.search(attr) and kind is None:
+        return RoleRecord(Role.CLIP, None, framework="torch")
     if attr == "zero_" and isinstance(func.value, cst.Attribute) and func.value.attr.value == "grad":
         return RoleRecord(Role.ZERO_GRAD, receiver)
     return None
@@ -60,7 +64,7 @@ def _classify(call: cst.Call, facts: ModuleFacts) -> RoleRecord | None:
 def _classify_function(call: cst.Call, name: str, facts: ModuleFacts) -> RoleRecord | None:
     qualified = facts.qualified(name)
     last = qualified.rsplit(".", 1)[-1]
-    if last in CLIP_FUNCTIONS:
+    if last in CLIP_FUNCTIONS or _CLIP_NAME.search(last):
         return RoleRecord(Role.CLIP, None, framework="torch")
     if qualified in ("torch.autograd.backward", "autograd.backward"):
         return RoleRecord(Role.BACKWARD, loss=first_arg(call))

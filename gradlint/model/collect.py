@@ -57,6 +57,7 @@ class Collector(cst.CSTVisitor):
         self.callees: list[tuple[str, tuple[cst.CSTNode, ...]]] = []
         self._stack: list[cst.CSTNode] = []
         self._statement: cst.CSTNode | None = None
+        self._entries: list[tuple[cst.Call, UnitModel]] = []  # each followed call and the unit making it
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, _SCOPES_SKIPPED) and node is not self.unit.root:
@@ -83,7 +84,8 @@ class Collector(cst.CSTVisitor):
 
     def _add(self, record: RoleRecord, node: cst.CSTNode) -> None:
         statement = node if isinstance(node, cst.BaseCompoundStatement) else self._statement or node
-        self.events.append(Event(record, node, statement, self.unit, ancestors=tuple(self._stack)))
+        self.events.append(Event(record, node, statement, self.unit, ancestors=tuple(self._stack),
+                                 callers=tuple(self._entries)))
 
     def _call(self, call: cst.Call) -> None:
         found = classify(call, self.unit.facts)
@@ -98,9 +100,11 @@ class Collector(cst.CSTVisitor):
     def _inline(self, call: cst.Call, callee: UnitModel) -> None:
         saved = (self.unit, self._stack, self._statement)
         self._chain.append(callee)
+        self._entries.append((call, self.unit))
         self.unit, self._stack = callee, [*self._stack, call]
         callee.root.visit(self)
         callee.visited = True
+        self._entries.pop()
         self._chain.pop()
         self.unit, self._stack, self._statement = saved
 

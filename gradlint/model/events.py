@@ -89,6 +89,7 @@ class Event:
     span: Span = Span(0, 0, 0, 0)
     place: Place = Place.EVERY
     no_sync: bool = False  # inside `no_sync()`, `no_backward_sync()` or `accumulate()`
+    callers: tuple[tuple[cst.Call, UnitModel], ...] = ()  # the followed calls that reach ``unit``, outermost first
 
     @property
     def role(self) -> Role:
@@ -134,7 +135,7 @@ class Event:
     @cached_property
     def loss_trace(self) -> LossTrace:
         """Where the loss of a backward call comes from and how it is scaled."""
-        return trace_loss(self.unit, self.loss, self.span.line)
+        return trace_loss(self.unit, self.loss, self.span.line, self.callers)
 
     @property
     def framework_divides(self) -> bool:
@@ -244,8 +245,22 @@ class TrainingLoop:
             return False
         return not any(
             isinstance(block, cst.IndentedBlock) and not second.inside(block) and _leaves(block)
+            and not self._returns_from_helper(block, first, second)
             for block in first.ancestors
         )
+
+    def _returns_from_helper(self, block: cst.IndentedBlock, first: Event, second: Event) -> bool:
+        """A block of a followed helper that ends with ``return``: it leaves the helper, not the
+        iteration, so it skips only the helper's later statements."""
+        last = block.body[-1]
+        if not (isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)):
+            return False
+        chain = first.ancestors
+        index = next(i for i, node in enumerate(chain) if node is block)
+        function = next((node for node in reversed(chain[:index]) if isinstance(node, cst.FunctionDef)), None)
+        if function is None or function is self.unit.root:
+            return False
+        return not second.inside(function)
 
     @staticmethod
     def exclusive(first: Event, second: Event) -> bool:

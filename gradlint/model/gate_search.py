@@ -23,7 +23,7 @@ def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], acc
         node, ancestors, owner = site.node, site.ancestors, site.unit
         if not site.inside(root) and node is not root:
             continue
-        test = read_gate(node.test, _lookup(owner, collector.home), collector.counters, owner.text_of)
+        test = read_gate(node.test, _lookup(owner, collector), collector.counters, owner.text_of)
         if test is None:
             test = _last_micro_batch(owner, site, micro or [])
         if test is None:
@@ -31,7 +31,39 @@ def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], acc
         gate = _gate(owner, node, ancestors, test)
         if gate is not None and _qualifies(gate, events, accelerate, test) and not _reset_every_pass(root, gate, events):
             gates.append(gate)
-    return gates
+    return gates + _within_gates(collector, root, gates)
+
+
+def _within_gates(collector: Collector, root: cst.CSTNode, gates: list[Gate]) -> list[Gate]:
+    """An ``if`` whose ``and`` test includes a gate's whole update test (``if step % N == 0
+    and step % sched_every == 0:``) runs only at update boundaries, a subset of them."""
+    tests = {_bare(g.node.test, collector.home): g for g in gates
+             if not g.guard and g.update_branch is g.node.body and not isinstance(g.node.test, cst.BooleanOperation)}
+    found: list[Gate] = []
+    for site in collector.ifs:
+        node = site.node
+        if not (site.inside(root) and isinstance(node.test, cst.BooleanOperation) and isinstance(node.test.operator, cst.And)):
+            continue
+        if any(node is g.node for g in gates):
+            continue
+        for operand in _conjuncts(node.test):
+            gate = tests.get(_bare(operand, site.unit))
+            if gate is not None:
+                found.append(Gate(node, site.unit.span(node), node.body, counter=gate.counter, modulus=gate.modulus,
+                                  count_bound=gate.count_bound, offset_one=gate.offset_one))
+                break
+    return found
+
+
+def _conjuncts(test: cst.BaseExpression) -> list[cst.BaseExpression]:
+    if isinstance(test, cst.BooleanOperation) and isinstance(test.operator, cst.And):
+        return [*_conjuncts(test.left), *_conjuncts(test.right)]
+    return [test]
+
+
+def _bare(expr: cst.BaseExpression, unit: UnitModel) -> str:
+    """A test's text without whitespace or outer parentheses, to compare tests as written."""
+    return "".join(unit.text_of(expr).split()).strip("()")
 
 
 def _last_micro_batch(unit: UnitModel, site: Site[cst.If], micro: list[cst.CSTNode]) -> GateTest | None:
@@ -44,10 +76,33 @@ def _last_micro_batch(unit: UnitModel, site: Site[cst.If], micro: list[cst.CSTNo
     return None
 
 
-def _lookup(owner: UnitModel, loop_unit: UnitModel) -> Lookup:
+def _lookup(owner: UnitModel, collector: Collector) -> Lookup:
     """A name's single assignment in the ``if``'s own unit, else in the loop's unit (a helper
-    defined inside the loop reads the loop's variables: timm's ``_backward`` and ``need_update``)."""
-    return lambda name: owner.single_value(name) or loop_unit.single_value(name)
+    defined inside the loop reads the loop's variables: timm's ``_backward`` and ``need_update``),
+    else its one gate among several assignments (:func:`_one_gate`)."""
+    loop_unit = collector.home
+
+    def lookup(name: str) -> cst.BaseExpression | None:
+        found = owner.single_value(name) or loop_unit.single_value(name)
+        return found if found is not None else _one_gate(owner, name, collector.counters)
+    return lookup
+
+
+def _one_gate(unit: UnitModel, name: str, counters: set[str]) -> cst.BaseExpression | None:
+    """A flag assigned in several branches (``should_step = (i + 1) % acc == 0 or i + 1 ==
+    epoch_length`` / ``should_step = (i + 1) % acc == 0`` / ``should_step = True`` when N is 1):
+    the assignment with a final-window branch when every assignment that is not a constant
+    reads as the same update gate (same N), else None."""
+    values = [v for v in unit.bound_values(name) if isinstance(v, cst.BaseExpression)]
+    tests = [v for v in values if not (isinstance(v, cst.Name) and v.value in ("True", "False"))]
+    if len(values) < 2 or not tests:
+        return None
+    readings = [read_gate(v, unit.single_value, counters, unit.text_of) for v in tests]
+    if any(r is None or not r.update_when or r.modulus is None for r in readings):
+        return None
+    if len({unit.text_of(r.modulus) for r in readings if r is not None and r.modulus is not None}) != 1:
+        return None
+    return next((v for v, r in zip(tests, readings, strict=True) if r is not None and r.final_branch), tests[0])
 
 
 def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], test: GateTest) -> Gate | None:

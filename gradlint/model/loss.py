@@ -1,7 +1,9 @@
 """Follow the loss that reaches a backward call: is it scaled for accumulation, by what,
 and where does it come from?
 
-The trace follows simple assignments inside the unit only (never across files). Its verdict
+The trace follows simple assignments inside the unit, and a parameter of a followed helper back
+to the argument its caller passes (``self.backward_step(loss / N)``: there only a division
+counts). Its verdict
 is ``SCALED`` when any division or multiplication (or a ``div``/``mul`` call) touches the
 loss on its way, ``UNSCALED`` when the loss demonstrably comes straight from a model or
 criterion, and ``UNKNOWN`` otherwise; rules act on definite verdicts only.
@@ -22,6 +24,7 @@ from gradlint.names import Kind
 
 _PASS_THROUGH = frozenset({"mean", "sum", "float", "double", "half", "to", "squeeze", "contiguous", "clone", "cuda"})
 _DIVIDING_CALLS = frozenset({"div", "div_", "true_divide", "divide"})
+_IN_PLACE = frozenset({"div_", "mul_"})
 _MULTIPLYING_CALLS = frozenset({"mul", "mul_", "multiply"})
 _SCALING_WORDS = ("accum", "num_items", "micro", "n_acc", "acc_steps", "grad_acc")
 _ACCUMULATION_WORDS = ("accum", "grad_acc", "gas", "micro")
@@ -61,9 +64,13 @@ class LossTrace:
     token_mean: bool = False  # evidence that the loss is a mean over masked tokens
 
 
-def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int) -> LossTrace:
-    """Trace the loss ``expr`` used at ``line``."""
-    tracer = _Tracer(unit)
+Callers = tuple[tuple[cst.Call, UnitModel], ...]
+"""The followed calls that reach a helper, outermost first, each with the unit making it."""
+
+
+def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int, callers: Callers = ()) -> LossTrace:
+    """Trace the loss ``expr`` used at ``line`` of ``unit``, reached through ``callers``."""
+    tracer = _Tracer(unit, callers)
     if expr is None:
         return LossTrace(Scaling.UNKNOWN)
     scaling = tracer.trace(expr, line, 0)
@@ -101,18 +108,21 @@ def _combine(verdicts: list[Scaling]) -> Scaling:
 
 
 class _Tracer:
-    def __init__(self, unit: UnitModel) -> None:
+    def __init__(self, unit: UnitModel, callers: Callers = ()) -> None:
         self.unit = unit
+        self.callers = list(callers)
         self.divisors: list[cst.BaseExpression] = []
         self.origins: list[cst.Call] = []
         self.model_output = False
-        self._names: dict[tuple[str, int, int], Scaling] = {}  # (name, line, depth) already traced
+        self._names: dict[tuple[str, int, int], Scaling] = {}  # (unit:name, line, depth) already traced
 
     def trace(self, expr: cst.BaseExpression, line: int, depth: int) -> Scaling:
         if depth > _MAX_DEPTH:
             return Scaling.UNKNOWN
         if isinstance(expr, cst.BinaryOperation):
             return self._binary(expr, line, depth)
+        if isinstance(expr, cst.IfExp):  # `loss / acc if acc > 1 else loss`
+            return _combine([self.trace(expr.body, line, depth + 1), self.trace(expr.orelse, line, depth + 1)])
         if isinstance(expr, cst.Call):
             return self._call(expr, line, depth)
         if isinstance(expr, cst.Subscript):
@@ -182,7 +192,7 @@ class _Tracer:
         """Every assignment to ``name`` above ``line``; a self-reference on the right reads
         the assignments above that one (``loss = loss + aux``). Each (name, line, depth) is
         traced once: ``loss = loss + loss`` repeated would otherwise branch exponentially."""
-        key = (name, line, depth)
+        key = (f"{id(self.unit)}:{name}", line, depth)
         if key not in self._names:
             self._names[key] = self._assignments(name, line, depth)
         return self._names[key]
@@ -190,6 +200,8 @@ class _Tracer:
     def _assignments(self, name: str, line: int, depth: int) -> Scaling:
         bound = [*self.unit.assignments.get(name, []), *bindings(self.unit).get(name, [])]
         found = [(at, value) for at, value in bound if at <= line]
+        if not found:
+            return self._argument(name, depth)
         verdicts = []
         for at, value in found:
             if isinstance(value, cst.AugAssign):
@@ -205,6 +217,27 @@ class _Tracer:
             elif isinstance(value, cst.BaseExpression):
                 verdicts.append(self.trace(value, at - 1, depth + 1))
         return _combine(verdicts) if verdicts else Scaling.UNKNOWN
+
+    def _argument(self, name: str, depth: int) -> Scaling:
+        """A parameter of a followed helper: the argument its caller passes, traced in the
+        caller (``def backward_step(self, loss)`` reached by ``self.backward_step(loss / N)``)."""
+        if not self.callers:
+            return Scaling.UNKNOWN
+        call, caller = self.callers[-1]
+        argument = passed_argument(self.unit, call, name)
+        if argument is None:
+            return Scaling.UNKNOWN
+        unit = self.unit
+        self.callers.pop()
+        self.unit = caller
+        try:
+            verdict = self.trace(argument, caller.span(call).line, depth + 1)
+        finally:
+            self.unit = unit
+            self.callers.append((call, caller))
+        # a helper that backpropagates what it is handed serves losses the caller may have
+        # built whole (a re-forward over the window's cached features): only a division counts
+        return verdict if verdict is Scaling.SCALED else Scaling.UNKNOWN
 
     def _call(self, call: cst.Call, line: int, depth: int) -> Scaling:
         func = call.func
@@ -231,6 +264,25 @@ class _Tracer:
         return Scaling.UNSCALED
 
 
+def passed_argument(callee: UnitModel, call: cst.Call, name: str) -> cst.BaseExpression | None:
+    """What ``call`` passes for the parameter ``name`` of the function ``callee`` (its first
+    parameter is the receiver of a method called on an object: ``self.helper(x)``); None when
+    ``name`` is no parameter, is not passed, or starred arguments hide the mapping."""
+    root = callee.root
+    if not isinstance(root, cst.FunctionDef) or any(a.star for a in call.args):
+        return None
+    params = [*root.params.posonly_params, *root.params.params]
+    static = any(dotted(d.decorator) == "staticmethod" for d in root.decorators)
+    if callee.unit.class_name is not None and isinstance(call.func, cst.Attribute) and params and not static:
+        params = params[1:]
+    for arg in call.args:
+        if arg.keyword is not None and arg.keyword.value == name:
+            return arg.value
+    positional = [a.value for a in call.args if a.keyword is None]
+    index = next((i for i, p in enumerate(params) if p.name.value == name), None)
+    return positional[index] if index is not None and index < len(positional) else None
+
+
 def _down_scale(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     """The divisor a multiplier stands for: ``N`` for ``1 / N``, the literal for ``0.25``."""
     if isinstance(expr, cst.BinaryOperation) and isinstance(expr.operator, cst.Divide):
@@ -253,8 +305,9 @@ def _mentions_scaling(call: cst.Call) -> bool:
 def bindings(unit: UnitModel) -> dict[str, list[tuple[int, cst.CSTNode]]]:
     """What the unit's assignment table leaves out, each with its line and value: names bound
     by tuple unpacking (the matching element of a tuple written out, ``a, b = x, y``, else the
-    whole right side: ``logits, loss = model(x, y)``) and string-keyed items
-    (``out["loss"] = out["loss"] / N``, also augmented), keyed as :func:`keyed` writes them."""
+    whole right side: ``logits, loss = model(x, y)``), string-keyed items
+    (``out["loss"] = out["loss"] / N``, also augmented), keyed as :func:`keyed` writes them,
+    and in-place ``loss.div_(N)`` / ``loss.mul_(1 / N)`` (the call stands for the new value)."""
     if unit not in _BINDINGS:
         finder = _Bindings(unit)
         unit.root.visit(finder)
@@ -285,7 +338,17 @@ class _Bindings(cst.CSTVisitor):
                 self._bind(target.target, node.value, self.unit.span(node).line)
         elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Subscript):
             self._item(node.target, node, self.unit.span(node).line)
+        elif isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
+            self._in_place(node.value, self.unit.span(node).line)
         return True
+
+    def _in_place(self, call: cst.Call, line: int) -> None:
+        """``loss.div_(N)`` / ``loss.mul_(1 / N)`` rebinds ``loss`` to the call's value."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _IN_PLACE and call.args:
+            name = dotted(func.value)
+            if name is not None:
+                self.found.setdefault(name, []).append((line, call))
 
     def _item(self, target: cst.Subscript, value: cst.CSTNode, line: int) -> None:
         item = keyed(target)

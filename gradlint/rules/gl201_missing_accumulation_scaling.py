@@ -161,9 +161,10 @@ def _scales_gradients(loop: TrainingLoop) -> bool:
 def _divide_loss(loop: TrainingLoop, backward: Event) -> Change | None:
     """Divide the loss inside the backward call (inside ``scaler.scale(...)``) by the window's
     size, leaving the logged loss as it was (unsafe: assumes every micro-batch weighs the
-    same and, with a final partial window, that the loader has ``len()``)."""
+    same and, with a final partial window, that the loader has ``len()``). None for a
+    backward in a helper: N as the loop writes it need not be in the helper's scope."""
     loss, divisor = backward.unscaled_loss, _window_size(loop)
-    if loss is None or divisor is None:
+    if loss is None or divisor is None or backward.unit is not loop.unit:
         return None
     return Change(f"Divide the loss by `{divisor}`", edit.divide(loop, loss, divisor))
 

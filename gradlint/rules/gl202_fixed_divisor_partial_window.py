@@ -10,6 +10,7 @@ import libcst as cst
 from gradlint.catalogue import CATALOGUE
 from gradlint.model.events import TrainingLoop
 from gradlint.model.loss import LossTrace
+from gradlint.model.syntax import dotted
 from gradlint.rules.base import Finding, Invalid, Rule
 from gradlint.rules.readers import scaled_backwards
 
@@ -80,6 +81,14 @@ def _fixed_divisor(loop: TrainingLoop, trace: LossTrace) -> str | None:
     for divisor in trace.divisors:
         if isinstance(divisor.node, cst.Integer) and divisor.node.evaluated_value > 1:
             return divisor.text
-        if divisor.text == factor and not loop.reassigns(divisor.text):
+        if divisor.text == factor and (not loop.reassigns(divisor.text) or _read_from_config(loop, divisor.text)):
             return divisor.text
     return None
+
+
+def _read_from_config(loop: TrainingLoop, name: str) -> bool:
+    """The loop's unit gives ``name`` one value, a plain read (``acc =
+    engine.accumulation_steps``) or a literal: the same N on every pass, not a window size."""
+    values = loop.unit.bound_values(name)
+    return len({loop.unit.text_of(v) for v in values}) == 1 and all(
+        isinstance(v, cst.Integer) or (isinstance(v, cst.BaseExpression) and dotted(v) is not None) for v in values)

@@ -22,8 +22,7 @@ class SchedulerBeforeOptimizer(Rule):
             steps = [s for s in update_steps(loop) if optimizer is None or s.target == optimizer]
             if _follows_a_step(loop, sched, steps):
                 continue
-            later = [s for s in steps if s.place is sched.place and loop.flows(sched, s)
-                     and not any(sched.order < b.order < s.order for b in loop.of(Role.BACKWARD))]
+            later = [s for s in steps if s.place is sched.place and loop.flows(sched, s)]
             if not later:
                 continue
             first = {s.target: s for s in reversed(later)}  # one step per optimizer (`if amp:` arms alike)

@@ -9,19 +9,17 @@ from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Place, Role, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import call_text, engine_loop, last_backwards, quoted, scaler_unscale, steps_of
+from gradlint.rules.readers import call_text, last_backwards, on_engine_path, quoted, scaler_unscale, steps_of
 
 
 class ClipBeforeUnscale(Rule):
     info = CATALOGUE["GL303"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
-        if engine_loop(loop):
-            return
         unscaling = [e for e in loop.of(Role.UNSCALE, Role.STEP) if e.role is Role.UNSCALE or e.kind is Kind.SCALER]
         for clip in loop.of(Role.CLIP):
-            if clip.framework != "torch":
-                continue  # accelerator / fabric / Lightning clipping unscales first
+            if clip.framework != "torch" or on_engine_path(loop, clip):
+                continue  # accelerator / fabric / Lightning clipping unscales first; DeepSpeed owns it
             for backward in last_backwards(loop, clip):
                 if not _scaled(loop, backward):
                     continue

@@ -7,15 +7,15 @@ from collections.abc import Iterator
 from gradlint.catalogue import CATALOGUE
 from gradlint.model.events import Role, Shape, TrainingLoop
 from gradlint.rules.base import Finding, Invalid, Rule
-from gradlint.rules.readers import call_text, engine_loop, update_steps
+from gradlint.rules.readers import call_text, on_engine_path, update_steps
 
 
 class MissingZeroGrad(Rule):
     info = CATALOGUE["GL304"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
-        steps = update_steps(loop)
-        if not steps or engine_loop(loop) or not loop.of(Role.BACKWARD) or loop.of(Role.ZERO_GRAD):
+        steps = [s for s in update_steps(loop) if not on_engine_path(loop, s)]
+        if not steps or not loop.of(Role.BACKWARD) or loop.of(Role.ZERO_GRAD):
             return
         if loop.shape in (Shape.PLAIN, Shape.FRAMEWORK) and loop.root is loop.unit.root:
             return  # a per-batch function: the caller (or the framework) may zero the gradients

@@ -9,16 +9,14 @@ from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.names import Kind
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import backward_before, call_text, engine_loop, quoted, sole_step, update_steps
+from gradlint.rules.readers import backward_before, call_text, on_engine_path, quoted, sole_step, update_steps
 
 
 class ZeroGradBeforeStep(Rule):
     info = CATALOGUE["GL305"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
-        if engine_loop(loop):
-            return
-        steps = update_steps(loop)
+        steps = [s for s in update_steps(loop) if not on_engine_path(loop, s)]
         targets = {s.target for s in steps}
         for step in steps:
             backward = backward_before(loop, step)

@@ -102,11 +102,20 @@ def engine_loop(loop: TrainingLoop) -> bool:
     return any(e.role is Role.BACKWARD and e.engine_owned for e in loop.events)
 
 
+def on_engine_path(loop: TrainingLoop, event: Event) -> bool:
+    """A DeepSpeed engine's backward runs on ``event``'s path: the engine owns the boundary,
+    scaling and clipping there. A branch the engine's backward is not in (``if
+    using_deepspeed(): engine.backward(loss) else: loss.backward()``, tested again at the
+    update) is a plain torch path."""
+    return any(e.role is Role.BACKWARD and e.engine_owned and not loop.exclusive(e, event) for e in loop.events)
+
+
 def per_micro_batch(loop: TrainingLoop, role: Role) -> list[Event]:
     """Events of ``role`` that run once per micro-batch of an accumulation window."""
-    if not loop.accumulating or engine_loop(loop):
+    if not loop.accumulating:
         return []
-    return [e for e in loop.of(role) if e.place is Place.MICRO and not e.engine_owned and not e.closure]
+    return [e for e in loop.of(role) if e.place is Place.MICRO and not e.engine_owned and not e.closure
+            and not on_engine_path(loop, e)]
 
 
 def backward_before(loop: TrainingLoop, event: Event) -> Event | None:
