@@ -22,6 +22,7 @@ from gradlint.names import Kind
 
 _PASS_THROUGH = frozenset({"mean", "sum", "float", "double", "half", "to", "squeeze", "contiguous", "clone", "cuda"})
 _DIVIDING_CALLS = frozenset({"div", "div_", "true_divide", "divide"})
+_IN_PLACE = frozenset({"div_", "mul_"})
 _MULTIPLYING_CALLS = frozenset({"mul", "mul_", "multiply"})
 _SCALING_WORDS = ("accum", "num_items", "micro", "n_acc", "acc_steps", "grad_acc")
 _ACCUMULATION_WORDS = ("accum", "grad_acc", "gas", "micro")
@@ -253,8 +254,9 @@ def _mentions_scaling(call: cst.Call) -> bool:
 def bindings(unit: UnitModel) -> dict[str, list[tuple[int, cst.CSTNode]]]:
     """What the unit's assignment table leaves out, each with its line and value: names bound
     by tuple unpacking (the matching element of a tuple written out, ``a, b = x, y``, else the
-    whole right side: ``logits, loss = model(x, y)``) and string-keyed items
-    (``out["loss"] = out["loss"] / N``, also augmented), keyed as :func:`keyed` writes them."""
+    whole right side: ``logits, loss = model(x, y)``), string-keyed items
+    (``out["loss"] = out["loss"] / N``, also augmented), keyed as :func:`keyed` writes them,
+    and in-place ``loss.div_(N)`` / ``loss.mul_(1 / N)`` (the call stands for the new value)."""
     if unit not in _BINDINGS:
         finder = _Bindings(unit)
         unit.root.visit(finder)
@@ -285,7 +287,17 @@ class _Bindings(cst.CSTVisitor):
                 self._bind(target.target, node.value, self.unit.span(node).line)
         elif isinstance(node, cst.AugAssign) and isinstance(node.target, cst.Subscript):
             self._item(node.target, node, self.unit.span(node).line)
+        elif isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
+            self._in_place(node.value, self.unit.span(node).line)
         return True
+
+    def _in_place(self, call: cst.Call, line: int) -> None:
+        """``loss.div_(N)`` / ``loss.mul_(1 / N)`` rebinds ``loss`` to the call's value."""
+        func = call.func
+        if isinstance(func, cst.Attribute) and func.attr.value in _IN_PLACE and call.args:
+            name = dotted(func.value)
+            if name is not None:
+                self.found.setdefault(name, []).append((line, call))
 
     def _item(self, target: cst.Subscript, value: cst.CSTNode, line: int) -> None:
         item = keyed(target)
