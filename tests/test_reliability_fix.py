@@ -70,7 +70,8 @@ OPTIONAL = "for x in data:\n    loss.backward()\n    if ready:\n        model.cl
     (OPTIONAL, OPTIONAL.replace("        model.clip", "        scaler.unscale_(opt)\n        model.clip", 1),
      "`scaler.unscale_` inserted outside `if scaler is not None:`"),
     ("for x in data:\n    loss = model(x) / n\n    loss.backward()\n",
-     "for x in data:\n    loss = model(x) / n\n    (loss / n).backward()\n", "`(loss / n).backward()` divides `loss` by `n` again"),
+     "for x in data:\n    loss = model(x) / n\n    (loss / n).backward()\n",
+     "`(loss / n).backward()` divides `loss` by `n` again"),
 ], ids=["doubled", "guard-dropped", "guarded-removal", "unguarded-unscale", "divided-twice"])
 def test_the_safety_check_sees_a_fix_that_changes_what_the_training_calls_do(
         before: str, after: str, problem: str) -> None:

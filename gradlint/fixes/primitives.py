@@ -96,12 +96,17 @@ def remove_duplicate(loop: TrainingLoop, region: Region, events: Sequence[Event]
     """Delete the statements of ``events`` when ``region`` already makes each call, directly
     in its block, and each runs unconditionally where it stands (else None: a guarded call
     or a boundary call under its own condition is not the same work)."""
-    statements = [edits.movable(loop, e) for e in events]
-    if any(s is None or not conditions.duplicate(loop, region, e, s) for e, s in zip(events, statements, strict=True)):
-        return None
-    blocks = {id(layout_of(loop.unit).block_of(s)) for s in statements}
-    if len(blocks) != 1 or len(layout_of(loop.unit).block_of(statements[0]).body) <= len(statements):
-        return None
+    layout = layout_of(loop.unit)
+    statements: list[cst.CSTNode] = []
+    for event in events:
+        statement = edits.movable(loop, event)
+        if statement is None or not conditions.duplicate(loop, region, event, statement):
+            return None
+        statements.append(statement)
+    blocks = {id(layout.block_of(s)): layout.block_of(s) for s in statements}
+    block = next(iter(blocks.values()), None)
+    if len(blocks) != 1 or block is None or len(block.body) <= len(statements):
+        return None  # the block must keep a statement
     found: list[Edit] = []
     for statement in statements:
         deleted = edits.delete_statement(loop, statement)
