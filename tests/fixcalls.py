@@ -127,7 +127,7 @@ def call_violations(before: ast.Module, after: ast.Module) -> list[str]:
             problems += _unguarded(key, chain, new)
         else:
             problems.append(f"`{key}` added at {_show(chain)}")
-    problems += _divided_twice(before, old, new)
+    problems += _divided_twice(before, after, old, new)
     return problems
 
 
@@ -193,10 +193,11 @@ def _unguarded(key: str, chain: Chain, calls: list[Call]) -> list[str]:
             for link in missing]
 
 
-def _divided_twice(before: ast.Module, old: list[Call], new: list[Call]) -> list[str]:
-    """A backward rewritten to ``(loss / N).backward()`` whose loss the code already divides by N."""
+def _divided_twice(before: ast.Module, after: ast.Module, old: list[Call], new: list[Call]) -> list[str]:
+    """A backward rewritten to ``(loss / N).backward()`` whose loss the code still divides by N
+    elsewhere (a division the fixes removed is not counted)."""
     written = {c.text for c in old}
-    already = _divisions(before, statements=True)
+    already = _divisions(before, statements=True) & _divisions(after, statements=True)
     problems = []
     for call in new:
         if call.key != "backward" or call.text in written:

@@ -378,3 +378,26 @@ def test_a_loss_divided_in_place_is_not_divided_again() -> None:
     assert _fixed(IN_PLACE_DIVISION) == IN_PLACE_DIVISION
     undivided = IN_PLACE_DIVISION.replace("        loss.div_(accum_steps)\n", "", 1)
     assert _fixed(undivided) == undivided.replace("loss.backward()", "(loss / accum_steps).backward()")
+
+
+DEEPSPEED_FACTOR = HEAD + '''\
+def train(model, loader, optimizer, accelerator):
+    if accelerator.state.deepspeed_plugin is not None:
+        accum = accelerator.state.deepspeed_plugin.deepspeed_config["gradient_accumulation_steps"]
+    else:
+        accum = 1
+    for step, batch in enumerate(loader):
+        loss = model(**batch).loss
+        loss = loss / accum
+        accelerator.backward(loss)
+        if (step + 1) % accum == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+'''
+
+
+def test_a_loss_the_deepspeed_engine_divides_is_not_divided_again_after_the_fix() -> None:
+    assert [(line, code) for line, code, _ in _found(DEEPSPEED_FACTOR)] == [(12, "GL204")]
+    after = DEEPSPEED_FACTOR.replace("        loss = loss / accum\n", "", 1)
+    assert _fixed(DEEPSPEED_FACTOR) == after
+    assert [code for _, code, _ in _found(after)] == []  # GL201 does not put the division back
