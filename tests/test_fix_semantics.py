@@ -401,3 +401,42 @@ def test_a_loss_the_deepspeed_engine_divides_is_not_divided_again_after_the_fix(
     after = DEEPSPEED_FACTOR.replace("        loss = loss / accum\n", "", 1)
     assert _fixed(DEEPSPEED_FACTOR) == after
     assert [code for _, code, _ in _found(after)] == []  # GL201 does not put the division back
+
+
+NESTED_GUARDED_CLIP = HEAD + '''\
+def train(model, batches, optimizer, accum_steps, max_norm):
+    for window in batches:
+        for x, y in window:
+            loss = model(x, y) / accum_steps
+            loss.backward()
+            if max_norm:
+                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)
+        optimizer.step()
+        optimizer.zero_grad()
+'''
+
+
+def test_a_guarded_clip_leaves_the_micro_batch_loop_with_its_guard() -> None:
+    assert _fixed(NESTED_GUARDED_CLIP) == NESTED_GUARDED_CLIP.replace(
+        "            if max_norm:\n                torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n"
+        "        optimizer.step()\n",
+        "        if max_norm:\n            torch.nn.utils.clip_grad_norm_(model.parameters(), max_norm)\n"
+        "        optimizer.step()\n", 1)
+
+
+CLIP_IN_TRY = CLIP_TWICE.replace(
+    "        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n        if",
+    "        try:\n            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n        except RuntimeError:\n"
+    "            pass\n        if", 1).replace(
+    "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n            optimizer.step()",
+    "            optimizer.step()", 1)
+BOUNDARY_CLIP_GUARDED = CLIP_TWICE.replace(
+    "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n            optimizer.step()",
+    "            if max_norm:\n                torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+    "            optimizer.step()", 1).replace("accum_steps):", "accum_steps, max_norm):", 1)
+
+
+@pytest.mark.parametrize("source", [CLIP_IN_TRY, BOUNDARY_CLIP_GUARDED], ids=["clip-in-try", "boundary-clip-guarded"])
+def test_a_clip_in_a_try_or_beside_a_guarded_boundary_clip_gets_no_fix(source: str) -> None:
+    assert [(code, fix) for _, code, fix in _found(source)] == [("GL101", None)]
+    assert _fixed(source) == source
