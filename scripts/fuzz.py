@@ -8,7 +8,12 @@ included) never raises nor returns code that does not parse. Runs rounds of each
 the time is up, prints how many programs were tried, and writes each (shrunk) failing
 program to ``--crash-dir``. Exit status 1 if anything failed.
 
+With ``--files``, it runs the fix-safety oracle (``tests/fixsafety.py``: every fix applied,
+unsafe ones included; the training calls keep their conditions, no duplicate, no removed
+guard) over every Python file under the given paths instead, and prints each violation.
+
     python scripts/fuzz.py --minutes 30
+    python scripts/fuzz.py --files fixtures path/to/packages
 """
 
 from __future__ import annotations
@@ -24,6 +29,7 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tests"))
 
+import fixsafety
 import fuzzing
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
@@ -62,13 +68,45 @@ def fuzz_round(name: str, strategy: st.SearchStrategy[str], tried: Counter, dead
     return None
 
 
+def check_files(paths: list[Path]) -> int:
+    """The fix-safety oracle over every ``.py`` file under ``paths`` that may hold a training
+    loop (default rules, unsafe fixes included); prints each violation and a summary, and
+    returns the number of files with a violation."""
+    from gradlint.prefilter import might_hold_training_loop
+    from gradlint.settings import default_settings
+
+    files = sorted({f for p in paths for f in ([p] if p.is_file() else p.rglob("*.py"))})
+    checked = fixed = failing = problems = 0
+    for file in files:
+        try:
+            text = file.read_text(encoding="utf-8")
+        except (OSError, UnicodeDecodeError):
+            continue
+        if not might_hold_training_loop(text):
+            continue
+        checked += 1
+        check = fixsafety.check_fix_safety(text, str(file), default_settings())
+        fixed += bool(check.result.fixed)
+        if check.problems:
+            failing += 1
+            problems += len(check.problems)
+            for problem in check.problems:
+                print(f"{file}: {problem}", flush=True)
+    print(f"done: {checked} files checked, {fixed} fixed, {problems} violation(s) in {failing} file(s)")
+    return failing
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--minutes", type=float, default=5.0, help="how long to fuzz (default 5)")
     parser.add_argument("--sources", default=",".join(SOURCES), help="comma-separated: " + ", ".join(SOURCES))
     parser.add_argument("--crash-dir", type=Path, default=Path("fuzz-crashes"),
                         help="where failing programs are written (default ./fuzz-crashes)")
+    parser.add_argument("--files", type=Path, nargs="+", metavar="PATH",
+                        help="run the fix-safety oracle over these files and folders instead of fuzzing")
     args = parser.parse_args(argv)
+    if args.files:
+        return 1 if check_files(args.files) else 0
     names = [n.strip() for n in args.sources.split(",") if n.strip()]
     unknown = [n for n in names if n not in SOURCES]
     if unknown or not names:

@@ -1,12 +1,14 @@
 """What every application of the fixes must respect, as a function that lists the violations
 (shared by ``tests/test_reliability_fix.py`` and ``benchmarks/corpus_check.py``).
 
-With every fix applied (unsafe ones included), the result parses, is a fixpoint, and keeps
-every statement and comment the fixes did not touch. A fix may move a statement (same text,
+With every fix applied (unsafe ones included), the result parses, is a fixpoint, keeps
+every statement and comment the fixes did not touch, and changes the training calls only by
+moving a finding's call to the boundary with its conditions, removing a duplicate or
+inserting a guarded ``unscale_`` (``tests/fixcalls.py``). A fix may move a statement (same text,
 new place), wrap it (a new ``if`` header), rewrite it in place (``loss.backward()`` becomes
 ``(loss / N).backward()``: a statement of the same kind with the same anchor, its assignment
-target or called method) or, for a "Remove ..." fix, delete one statement with its comment
-(and the compound statement around it when that held nothing else).
+target or called method) or, for a "Remove ..." fix, delete the statements it names with
+their comments (and the compound statement around one when that held nothing else).
 """
 
 from __future__ import annotations
@@ -18,6 +20,8 @@ import tokenize
 from collections import Counter
 from collections.abc import Callable
 from dataclasses import dataclass, field
+
+from fixcalls import call_violations
 
 from gradlint.fixer import FixResult, fix_source
 from gradlint.settings import Settings
@@ -55,7 +59,8 @@ def violations(source: str, result: FixResult) -> list[str]:
     except SyntaxError as exc:
         return [f"the fixed text does not parse: {exc.msg} (line {exc.lineno})"]
     problems = [f"{r.diagnostic.code} fix reverted: {r.error}" for r in result.reverted]
-    removals = sum(1 for d in result.fixed if d.fix is not None and d.fix.message.startswith("Remove"))
+    problems += call_violations(ast.parse(source), after)
+    removals = sum(_removed(d.fix.message) for d in result.fixed if d.fix is not None)
     lost, added = _difference(ast.parse(source), after)
     unexplained = Counter(_anchor(s) for s in _removed_content(lost)) - Counter(_anchor(s) for s in added)
     if sum(unexplained.values()) > removals:
@@ -68,6 +73,14 @@ def violations(source: str, result: FixResult) -> list[str]:
             problems.append(f"comment lost: line {line}: {text}")
             dropped[text] -= 1
     return problems
+
+
+def _removed(message: str) -> int:
+    """How many statements a fix says it removes: each quoted call of a "Remove ..." message
+    before its colon ("Remove `scaler.step()` and `scaler.update()`: ..." removes two)."""
+    if not message.startswith("Remove"):
+        return 0
+    return max(1, message.split(":", 1)[0].count("`") // 2)
 
 
 def _header(node: ast.stmt) -> str:

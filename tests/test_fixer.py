@@ -361,7 +361,9 @@ NO_FIX_BY_DESIGN = [
     "fixtures/rules/gl101/clip_before_last_micro_batch_gate.py:11 GL101",
     "fixtures/rules/gl101/helper_train_step.py:17 GL101",
     "fixtures/rules/gl102/step_beside_gate_same_path.py:8 GL102",  # a step under its own condition
+    "fixtures/rules/gl103/nonfinite_zero_without_skip.py:10 GL103",  # a guarded zero is never removed
     "fixtures/rules/gl103/zero_before_branch_guards.py:8 GL103",
+    "fixtures/rules/gl103/zero_when_accumulating.py:8 GL103",  # under a test of its own
     "fixtures/rules/gl104/accelerate_script_unprepared.py:20 GL104",
     "fixtures/rules/gl104/accelerate_trainer_unprepared.py:21 GL104",
     "fixtures/rules/gl104/accelerate_unprepared_scheduler.py:21 GL104",

@@ -49,12 +49,44 @@ def test_the_safety_check_sees_what_a_broken_fix_would_do(after: str, message: s
     assert violations(BEFORE, _fixed(after, message))[0].startswith(problem)
 
 
+TWICE = "for x in data:\n    loss.backward()\n    optimizer.zero_grad()\n    if ready:\n        optimizer.step()\n" \
+        "        optimizer.zero_grad()\n"
+GUARDED = "for x in data:\n    loss.backward()\n    if norm:\n        prepare()\n        model.clip_grad_norm_(norm)\n" \
+          "    if ready:\n        scaler.step(opt)\n"
+OPTIONAL = "for x in data:\n    loss.backward()\n    if ready:\n        model.clip_grad_norm_(1.0)\n" \
+           "        if scaler is not None:\n            scaler.step(opt)\n            scaler.update()\n"
+
+
+@pytest.mark.parametrize(("before", "after", "problem"), [
+    (TWICE, TWICE.replace("    optimizer.zero_grad()\n    if ready:\n        optimizer.step()\n",
+                          "    if ready:\n        optimizer.step()\n        optimizer.zero_grad()\n", 1),
+     "`optimizer.zero_grad` moved where the same call already runs"),
+    (GUARDED, GUARDED.replace("        model.clip_grad_norm_(norm)\n", "", 1)
+     .replace("        scaler.step(opt)\n", "        model.clip_grad_norm_(norm)\n        scaler.step(opt)\n", 1),
+     "`model.clip_grad_norm_` removed from for x in data > if norm then"),
+    (TWICE.replace("    optimizer.zero_grad()\n", "    if bad:\n        optimizer.zero_grad()\n", 1),
+     TWICE.replace("    optimizer.zero_grad()\n", "", 1),
+     "`optimizer.zero_grad` removed from for x in data > if bad then (ran under its own condition"),
+    (OPTIONAL, OPTIONAL.replace("        model.clip", "        scaler.unscale_(opt)\n        model.clip", 1),
+     "`scaler.unscale_` inserted outside `if scaler is not None:`"),
+    ("for x in data:\n    loss = model(x) / n\n    loss.backward()\n",
+     "for x in data:\n    loss = model(x) / n\n    (loss / n).backward()\n",
+     "`(loss / n).backward()` divides `loss` by `n` again"),
+], ids=["doubled", "guard-dropped", "guarded-removal", "unguarded-unscale", "divided-twice"])
+def test_the_safety_check_sees_a_fix_that_changes_what_the_training_calls_do(
+        before: str, after: str, problem: str) -> None:
+    assert [p for p in violations(before, _fixed(after)) if p.startswith(problem)], violations(before, _fixed(after))
+
+
 @pytest.mark.parametrize(("before", "after", "message"), [
     (BEFORE, BEFORE.replace("loss.backward()", "(loss / accum).backward()"), "Divide the loss by `accum`"),
-    (BEFORE, BEFORE.replace("    loss.backward()\n", ""), "Remove `loss.backward()`: ..."),
+    (TWICE, TWICE.replace("    optimizer.zero_grad()\n    if", "    if", 1), "Remove `optimizer.zero_grad()`: ..."),
     (BEFORE, BEFORE.replace("    log(loss)  # keep me\n", "    if ready:\n        log(loss)  # keep me\n"), "Wrap"),
     ("x = 1\nif clipping:\n    clip()\n", "x = 1\n", "Remove `clip()`: ..."),
-], ids=["rewrite", "removal", "wrap", "removal-with-its-if"])
+    (GUARDED, GUARDED.replace("    if norm:\n        prepare()\n        model.clip_grad_norm_(norm)\n", "", 1)
+     .replace("        scaler.step(opt)\n", "        if norm:\n            prepare()\n            model.clip_grad_norm_(norm)\n"
+              "        scaler.step(opt)\n", 1), "Move `model.clip_grad_norm_()`: ..."),
+], ids=["rewrite", "removal", "wrap", "removal-with-its-if", "move-to-gate"])
 def test_the_safety_check_accepts_rewrites_removals_and_wrapping(before: str, after: str, message: str) -> None:
     assert violations(before, _fixed(after, message)) == []
 

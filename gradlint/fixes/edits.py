@@ -83,11 +83,6 @@ def insert_at(layout: Layout, spot: Spot, lines: Sequence[str]) -> Edit:
     return Edit(Span(spot.line, 1, spot.line, 1), text)
 
 
-def insert_statement(loop: TrainingLoop, spot: Spot, code: str) -> tuple[Edit, ...]:
-    """Insert the one-line statement ``code`` at ``spot``."""
-    return (insert_at(layout_of(loop.unit), spot, [spot.indent + code]),)
-
-
 def wrap_statement(loop: TrainingLoop, statement: cst.CSTNode, header: str) -> tuple[Edit, ...] | None:
     """Put ``statement`` under a new compound ``header`` (``if accelerator.sync_gradients:``)."""
     layout = layout_of(loop.unit)

@@ -13,7 +13,7 @@ from typing import Literal
 import libcst as cst
 
 from gradlint.diagnostics import Edit
-from gradlint.fixes import edits
+from gradlint.fixes import conditions, edits
 from gradlint.fixes.layout import layout_of
 from gradlint.fixes.regions import Region, Spot, after, before, boundary_region, canonical_spot, index_in
 from gradlint.model.events import Event, Role, TrainingLoop
@@ -71,12 +71,15 @@ def next_to(loop: TrainingLoop, anchor: Event, where: Literal["before", "after"]
 
 
 def move(loop: TrainingLoop, events: Sequence[Event], spot: Spot | None, new_lines: Sequence[str] = ()) -> Edits | None:
-    """Move the statements of ``events`` (in order) to ``spot``, after the ``new_lines``."""
+    """Move the statements of ``events`` (in order) to ``spot``, after the ``new_lines``; an
+    ``if`` around a statement moves with it, and a move that would leave another condition
+    or loop is not made (:func:`gradlint.fixes.conditions.carried`)."""
     if spot is None:
         return None
     statements: list[cst.CSTNode] = []
     for event in events:
-        statement = edits.movable(loop, event)
+        found = edits.movable(loop, event)
+        statement = conditions.carried(loop, found, spot) if found is not None else None
         if statement is None:
             return None
         if not any(s is statement for s in statements):
@@ -84,9 +87,49 @@ def move(loop: TrainingLoop, events: Sequence[Event], spot: Spot | None, new_lin
     return edits.move_statements(loop, statements, spot, new_lines) or None
 
 
-def insert(loop: TrainingLoop, spot: Spot | None, code: str) -> Edits | None:
-    """Insert the one-line statement ``code`` at ``spot``."""
-    return edits.insert_statement(loop, spot, code) if spot is not None else None
+def twins(loop: TrainingLoop, region: Region, event: Event) -> list[Event]:
+    """Calls of ``region`` that do ``event``'s work (same role, same receiver)."""
+    return conditions.twins(loop, region, event)
+
+
+def remove_duplicate(loop: TrainingLoop, region: Region, events: Sequence[Event]) -> Edits | None:
+    """Delete the statements of ``events`` when ``region`` already makes each call, directly
+    in its block, and each runs unconditionally where it stands (else None: a guarded call
+    or a boundary call under its own condition is not the same work)."""
+    layout = layout_of(loop.unit)
+    statements: list[cst.CSTNode] = []
+    for event in events:
+        statement = edits.movable(loop, event)
+        if statement is None or not conditions.duplicate(loop, region, event, statement):
+            return None
+        statements.append(statement)
+    blocks = {id(layout.block_of(s)): layout.block_of(s) for s in statements}
+    block = next(iter(blocks.values()), None)
+    if len(blocks) != 1 or block is None or len(block.body) <= len(statements):
+        return None  # the block must keep a statement
+    found: list[Edit] = []
+    for statement in statements:
+        deleted = edits.delete_statement(loop, statement)
+        if deleted is None:
+            return None
+        found.extend(deleted)
+    return tuple(sorted(found, key=lambda e: e.span))
+
+
+def guarded_code(loop: TrainingLoop, anchor: Event, spot: Spot | None, code: str) -> list[str] | None:
+    """``code`` as lines for ``spot``, under the ``if`` tests that guard ``anchor`` there
+    (``if scaler is not None:`` around an inserted ``scaler.unscale_(optimizer)``)."""
+    return conditions.guard_lines(loop, anchor, spot, code) if spot is not None else None
+
+
+def insert(loop: TrainingLoop, spot: Spot | None, code: str | Sequence[str]) -> Edits | None:
+    """Insert the one-line statement ``code`` (or lines relative to the spot's indentation)
+    at ``spot``."""
+    if spot is None:
+        return None
+    lines = [code] if isinstance(code, str) else list(code)
+    layout = layout_of(loop.unit)
+    return (edits.insert_at(layout, spot, [spot.indent + line for line in lines]),)
 
 
 def remove(loop: TrainingLoop, event: Event) -> Edits | None:

@@ -92,8 +92,9 @@ def train(model, loader, optimizer, accelerator):
 
 def _clip_once(loop: TrainingLoop, clip: Event) -> Change | None:
     """Move the clip to the boundary, after ``scaler.unscale_`` (added when a GradScaler
-    steps and none exists) and just before the step; inside ``accelerator.accumulate()``,
-    put it under ``if accelerator.sync_gradients:``."""
+    steps and none exists, under the step's own guard) and just before the step, or remove
+    it when the boundary already clips; inside ``accelerator.accumulate()``, put it under
+    ``if accelerator.sync_gradients:``."""
     if loop.in_accumulate(clip) is not None:
         accelerator = clip.receiver if clip.framework == "accelerate" else loop.accumulating_accelerator(clip)
         if accelerator is None:
@@ -107,10 +108,21 @@ def _clip_once(loop: TrainingLoop, clip: Event) -> Change | None:
     if any(s.kind is Kind.SCALER for s in steps) and sole_step(loop) is None:
         return None  # which optimizer to unscale (and whether a scaler exists) is a guess
     unscales = [e for e in loop.of(Role.UNSCALE) if e.place is Place.MICRO and e.order < clip.order]
+    if edit.twins(loop, region, clip):
+        if unscales:
+            return None  # the per-micro-batch unscale would stay behind
+        return Change(f"Remove {quoted(loop, clip)}: the update boundary already clips the gradients",
+                      edit.remove_duplicate(loop, region, [clip]))
     at_boundary = any(edit.in_region(loop, region, e) for e in loop.of(Role.UNSCALE))
     moved = [*unscales, clip]
+    spot = edit.canonical(loop, region, Role.CLIP, moved)
     unscale = scaler_unscale(loop)
-    new_lines = (unscale,) if unscale and not unscales and not at_boundary else ()
+    step = sole_step(loop)
+    new_lines: list[str] | None = []
+    if unscale and step is not None and not unscales and not at_boundary:
+        new_lines = edit.guarded_code(loop, step, spot, unscale)  # guarded like the scaler's step
+    if new_lines is None:
+        return None
     what = "unscale and clip" if new_lines or unscales else "clip"
     return Change(f"Move {quoted(loop, clip)} to the update boundary ({what} once, just before the step)",
-                   edit.move(loop, moved, edit.canonical(loop, region, Role.CLIP, moved), new_lines))
+                  edit.move(loop, moved, spot, new_lines))

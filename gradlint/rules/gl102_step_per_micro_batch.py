@@ -87,18 +87,19 @@ def train(model, loader, optimizer, accum_steps, eager):
 
 def _step_once(loop: TrainingLoop, step: Event) -> Change | None:
     """Move the step (and a per-micro-batch ``scaler.update()``) to the boundary, or remove
-    it when the boundary already steps the same optimizer. A step under a condition of its
+    them when the boundary already makes the same calls. A step under a condition of its
     own inside the micro-batch loop gets no fix (moving it alone would drop its guard)."""
     region = edit.update_region(loop)
     if region is None or edit.guarded(step):
         return None
     updates = [e for e in loop.of(Role.SCALER_UPDATE) if e.place is Place.MICRO]
-    if any(e is not step and e.receiver == step.receiver and edit.in_region(loop, region, e)
-           for e in loop.of(Role.STEP)):
-        if updates:  # the scaler's calls would need the same judgement: say nothing
-            return None
+    if edit.twins(loop, region, step):
+        if updates:
+            return Change(f"Remove {quoted(loop, step)} and {', '.join(quoted(loop, u) for u in updates)}: "
+                          "the update boundary already steps and updates the scaler",
+                          edit.remove_duplicate(loop, region, [step, *updates]))
         return Change(f"Remove {quoted(loop, step)}: the update boundary already steps this optimizer",
-                      edit.remove(loop, step))
+                      edit.remove_duplicate(loop, region, [step]))
     moved = sorted([step, *updates], key=lambda e: e.order)
     return Change(f"Move {quoted(loop, step)} to the update boundary",
                   edit.move(loop, moved, edit.canonical(loop, region, Role.STEP, moved)))

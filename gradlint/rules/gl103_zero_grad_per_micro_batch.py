@@ -126,18 +126,18 @@ def _reads_gradients_first(loop: TrainingLoop, zero: Event) -> bool:
 
 def _zero_once(loop: TrainingLoop, zero: Event) -> Change | None:
     """Move zero_grad to the boundary, after the step, or remove it when the boundary already
-    zeroes the same gradients (unsafe: code between the two places may read ``.grad`` per
-    micro-batch on purpose)."""
+    zeroes the same gradients and it runs unconditionally (never one under a test of its own,
+    such as a non-finite loss dropping the window); unsafe: code between the two places may
+    read ``.grad`` per micro-batch on purpose."""
     if loop.in_accumulate(zero) is not None:
         return _zero_after_accumulated_step(loop, zero)
     region = edit.update_region(loop)
     steps = steps_of(loop)
     if region is None or not steps or not all(edit.in_region(loop, region, s) for s in steps):
         return None
-    if any(e is not zero and edit.in_region(loop, region, e) and e.receiver == zero.receiver
-           and e.node.__class__ is zero.node.__class__ for e in loop.of(Role.ZERO_GRAD)):
+    if edit.twins(loop, region, zero):
         return Change(f"Remove {quoted(loop, zero)}: the update boundary already zeroes the gradients",
-                      edit.remove(loop, zero))
+                      edit.remove_duplicate(loop, region, [zero]))
     return Change(f"Move {quoted(loop, zero)} to the update boundary, after the step",
                   edit.move(loop, [zero], edit.canonical(loop, region, Role.ZERO_GRAD, [zero])))
 

@@ -110,9 +110,8 @@ def _schedule_once(loop: TrainingLoop, scheduler: Event) -> Change | None:
     steps = steps_of(loop)
     if region is None or not steps or not all(edit.in_region(loop, region, s) for s in steps):
         return None
-    if any(e is not scheduler and edit.in_region(loop, region, e) and e.receiver == scheduler.receiver
-           for e in loop.of(Role.SCHEDULER_STEP)):
+    if edit.twins(loop, region, scheduler):
         return Change(f"Remove {quoted(loop, scheduler)}: the update boundary already advances it",
-                      edit.remove(loop, scheduler))
+                      edit.remove_duplicate(loop, region, [scheduler]))
     return Change(f"Move {quoted(loop, scheduler)} to the update boundary, after the optimizer step",
                   edit.move(loop, [scheduler], edit.canonical(loop, region, Role.SCHEDULER_STEP, [scheduler])))

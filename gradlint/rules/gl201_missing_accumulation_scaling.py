@@ -9,7 +9,7 @@ from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
 from gradlint.model.loss import Scaling, scales_gradients
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import per_micro_batch
+from gradlint.rules.readers import deepspeed_divisor, per_micro_batch
 
 
 class MissingAccumulationScaling(Rule):
@@ -23,6 +23,8 @@ class MissingAccumulationScaling(Rule):
         for event in per_micro_batch(loop, Role.BACKWARD):
             if event.framework_divides or event.loss_trace.scaling is not Scaling.UNSCALED:
                 continue
+            if event.framework == "accelerate" and loop.factor is not None and deepspeed_divisor(loop.unit, loop.factor):
+                continue  # N is DeepSpeed's: accelerator.backward hands the loss to the engine, which divides
             if any(loop.flows(z, event) for z in zeros) and any(loop.flows(event, s) for s in steps):
                 continue  # zeroed and stepped in the same pass (a GAN critic): nothing accumulates
             yield Finding(event.span, f"this loss is summed over {factor} micro-batches without division; divide it "

@@ -6,10 +6,10 @@ from collections.abc import Iterator
 
 from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
-from gradlint.model.events import Event, Role, TrainingLoop
+from gradlint.model.events import Role, TrainingLoop
 from gradlint.model.loss import Divisor
-from gradlint.model.syntax import dotted
 from gradlint.rules.base import Change, Finding, Invalid, Rule
+from gradlint.rules.readers import deepspeed_divisor
 
 
 class DoubleAccumulationScaling(Rule):
@@ -20,7 +20,7 @@ class DoubleAccumulationScaling(Rule):
         for event in loop.of(Role.BACKWARD):
             divisors = event.loss_trace.divisors if event.framework in ("accelerate", "deepspeed") else []
             manual = [d for d in divisors if d.text == factor or d.names_accumulation]
-            deepspeed = [d for d in manual if _from_deepspeed_config(event, d)]
+            deepspeed = [d for d in manual if deepspeed_divisor(event.unit, d.node)]
             if not event.framework_divides:
                 manual = deepspeed
             if not manual:
@@ -100,15 +100,6 @@ def train(model, loader, optimizer):
             optimizer.zero_grad()
 """, ((10, "GL204"),)),
     )
-
-
-def _from_deepspeed_config(event: Event, divisor: Divisor) -> bool:
-    """A divisor read from the DeepSpeed configuration (``accelerator.state.deepspeed_plugin
-    .deepspeed_config["gradient_accumulation_steps"]``): under DeepSpeed, ``accelerator.backward``
-    hands the loss to the engine, whose backward divides by that same factor."""
-    name = dotted(divisor.node)
-    values = event.unit.bound_values(name) if name is not None else []
-    return any("deepspeed" in event.unit.text_of(value).lower() for value in values)
 
 
 def _undivide(loop: TrainingLoop, divisor: Divisor) -> Change | None:

@@ -88,5 +88,7 @@ def _clip_before(loop: TrainingLoop, clip: Event, step: Event) -> Change | None:
     unscale = scaler_unscale(loop) if clip.framework == "torch" else None
     unscaled = any(backward < e.order < step.order for e in loop.of(Role.UNSCALE))
     spot = edit.next_to(loop, step, "before", within=clip)
-    return Change(f"Move {quoted(loop, clip)} before {quoted(loop, step)}",
-                  edit.move(loop, [clip], spot, (unscale,) if unscale and not unscaled else ()))
+    new_lines = edit.guarded_code(loop, step, spot, unscale) if unscale and not unscaled else []
+    if new_lines is None:
+        return None
+    return Change(f"Move {quoted(loop, clip)} before {quoted(loop, step)}", edit.move(loop, [clip], spot, new_lines))

@@ -74,8 +74,9 @@ def _scaled(loop: TrainingLoop, backward: Event) -> bool:
 
 
 def _unscale_first(loop: TrainingLoop, clip: Event) -> Change | None:
-    """Unscale just before the clip: move a later ``unscale_`` of the same update there,
-    else insert ``scaler.unscale_(optimizer)``."""
+    """Unscale just before the clip: move a later ``unscale_`` of the same update there (never
+    out of its gate or guard), else insert ``scaler.unscale_(optimizer)`` under the guards of
+    the scaler's step."""
     if clip.place is Place.MICRO:
         return None  # unscaling per micro-batch raises; GL101's fix unscales at the boundary
     if any(e.order < clip.order and not e.closure for e in loop.of(Role.STEP)
@@ -84,9 +85,10 @@ def _unscale_first(loop: TrainingLoop, clip: Event) -> Change | None:
     step = next((e for e in steps_of(loop) if e.order > clip.order and e.kind is Kind.SCALER), None)
     unscale = scaler_unscale(loop, step) if step is not None else None
     spot = edit.next_to(loop, clip, "before")
-    if unscale is None or spot is None:
+    if step is None or unscale is None or spot is None:
         return None
     later = [e for e in loop.of(Role.UNSCALE) if e.order > clip.order]
     if later:
         return Change(f"Move `{unscale}` before {quoted(loop, clip)}", edit.move(loop, later[:1], spot))
-    return Change(f"Insert `{unscale}` before {quoted(loop, clip)}", edit.insert(loop, spot, unscale))
+    lines = edit.guarded_code(loop, step, spot, unscale)  # `scaler` may be None where the step is guarded
+    return Change(f"Insert `{unscale}` before {quoted(loop, clip)}", edit.insert(loop, spot, lines) if lines else None)

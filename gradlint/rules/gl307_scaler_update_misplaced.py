@@ -108,6 +108,11 @@ def _handed_on(loop: TrainingLoop, receiver: str) -> bool:
 
 
 def _after_step(loop: TrainingLoop, update: Event, step: Event) -> Change | None:
-    """Move the update to the line after the boundary's ``scaler.step``."""
+    """Move the update to the line after the boundary's ``scaler.step``, or remove it when
+    the step's block already updates the scaler."""
+    region = edit.block_region(loop, step)
+    if region is not None and edit.twins(loop, region, update):
+        return Change(f"Remove {call_text(loop, update)}: the update boundary already updates the scaler",
+                      edit.remove_duplicate(loop, region, [update]))
     return Change(f"Move {call_text(loop, update)} right after {call_text(loop, step)}",
                   edit.move(loop, [update], edit.next_to(loop, step, "after")))

@@ -2,12 +2,17 @@
 
 from __future__ import annotations
 
+from typing import TYPE_CHECKING
+
 import libcst as cst
 
 from gradlint.model.events import Event, Place, Role, TrainingLoop
 from gradlint.model.loss import Scaling
 from gradlint.model.syntax import dotted, first_arg
 from gradlint.names import Kind
+
+if TYPE_CHECKING:
+    from gradlint.model.unit import UnitModel
 
 _WRAPPERS = frozenset({"enumerate", "tqdm", "tqdm.tqdm", "tqdm.auto.tqdm"})
 
@@ -95,6 +100,15 @@ def scaler_unscale(loop: TrainingLoop, step: Event | None = None) -> str | None:
         return None
     scaler = loop.unit.text_of(step.node.func.value).strip()
     return f"{scaler}.unscale_({loop.unit.text_of(optimizer).strip()})"
+
+
+def deepspeed_divisor(unit: UnitModel, node: cst.BaseExpression) -> bool:
+    """A divisor read from the DeepSpeed configuration (``accelerator.state.deepspeed_plugin
+    .deepspeed_config["gradient_accumulation_steps"]``): under DeepSpeed, ``accelerator.backward``
+    hands the loss to the engine, whose backward divides by that same factor."""
+    name = dotted(node)
+    values = unit.bound_values(name) if name is not None else []
+    return any("deepspeed" in unit.text_of(value).lower() for value in values)
 
 
 def engine_loop(loop: TrainingLoop) -> bool:
