@@ -151,6 +151,13 @@ def _diagnostic(path: str, data: Any) -> Diagnostic:
                       Fix.from_dict(fix) if fix is not None else None, cell)
 
 
+def _foreign(data: Any) -> Diagnostic:
+    """A diagnostic an entry holds for another module, with that module's path."""
+    if not isinstance(data, dict) or not _text(data, "path"):
+        raise ValueError("malformed entry item")
+    return _diagnostic(data["path"], data)
+
+
 def _whole(data: dict[str, Any], *keys: str) -> bool:
     return all(type(data.get(key)) is int for key in keys)
 
@@ -167,8 +174,8 @@ def _fix_shaped(fix: Any) -> bool:
                     and _text(e, "content") for e in fix["edits"]))
 
 
-def _unchanged(uses: dict[str, str]) -> bool:
-    """Whether every module in ``uses`` still has its recorded digest."""
+def _unchanged(uses: dict[str, str | None]) -> bool:
+    """Whether every module in ``uses`` still has its recorded digest (None: still absent)."""
     if not uses:
         return True
     from gradlint.project.index import module_digest  # only for an entry that read other modules
@@ -236,23 +243,29 @@ class Cache:
         return self._entries / key[:2] / f"{key}.json"
 
     def get(self, key: str, path: str) -> list[Diagnostic] | None:
-        """The cached diagnostics of ``key``, reported at ``path``; None on a miss, and when a
-        project module the result was computed from has changed since."""
+        """The cached diagnostics of ``key``, reported at ``path`` (those the file's loops gave
+        in other project modules at those modules' absolute paths, after the file's own); None
+        on a miss, and when a project module the result was computed from has changed since."""
         try:
             stored = json.loads(self._path(key).read_bytes())
             items = stored["diagnostics"] if isinstance(stored, dict) else None
-            if not isinstance(items, list) or not _unchanged(stored.get("uses", {})):
+            elsewhere = stored.get("elsewhere", []) if isinstance(stored, dict) else None
+            if not isinstance(items, list) or not isinstance(elsewhere, list) or not _unchanged(stored.get("uses", {})):
                 return None
-            return [_diagnostic(path, item) for item in items]
+            return [_diagnostic(path, item) for item in items] + [_foreign(item) for item in elsewhere]
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None
 
-    def put(self, key: str, diagnostics: list[Diagnostic], uses: Mapping[Path, str] | None = None) -> None:
+    def put(self, key: str, diagnostics: list[Diagnostic], uses: Mapping[Path, str | None] | None = None,
+            elsewhere: list[Diagnostic] | None = None) -> None:
         """Store the diagnostics of ``key``, computed from the project modules ``uses`` (path:
-        content digest), atomically; errors are ignored."""
+        content digest, None for a module that does not exist), and those its loops gave in
+        other modules (``elsewhere``, at absolute paths), atomically; errors are ignored."""
         entry: dict[str, Any] = {"diagnostics": [_entry(d) for d in diagnostics]}
         if uses:
             entry["uses"] = {str(path): digest for path, digest in uses.items()}
+        if elsewhere:
+            entry["elsewhere"] = [d.to_dict() for d in elsewhere]
         self._write(self._path(key), json.dumps(entry, separators=(",", ":")))
 
     def _write(self, target: Path, text: str) -> None:
