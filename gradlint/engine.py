@@ -259,7 +259,7 @@ def _spans_elsewhere(loop: TrainingLoop) -> dict[Span, Path | None]:
     if not foreign:
         return {}
     here = {e.span for e in loop.events if e.unit.home is None}
-    placed = [(e.span, e.unit.home) for e in loop.events if e.unit.home is not None]
+    placed: list[tuple[Span, Path | None]] = [(e.span, e.unit.home) for e in loop.events if e.unit.home is not None]
     placed += [(g.span, unit.home) for g in loop.gates for unit in foreign.values() if g.node in unit.positions]
     spans: dict[Span, Path | None] = {}
     for span, home in placed:
