@@ -250,17 +250,19 @@ class _Collector(ast.NodeVisitor):
                 else:
                     self.callers.append((unit, self._calls[-1]))
 
-    def promote_callers(self, depth: int = 2) -> None:
+    def promote_callers(self) -> None:
         """A function that calls one of the module's training functions trains through it
-        (``for batch in loader: self.train_step(batch)``): it is a unit too, two levels up.
-        The rest become ``other_units`` when every unit is wanted."""
+        (``for batch in loader: self.train_step(batch)``): it is a unit too, at any number of
+        levels up (calls are followed to any depth). The rest become ``other_units`` when
+        every unit is wanted."""
         trainers = {u.name for u in self.units}
         waiting = list(self.callers)
-        for _ in range(depth):
-            promoted = [(u, calls) for u, calls in waiting if calls & trainers]
+        promoted = [(u, calls) for u, calls in waiting if calls & trainers]
+        while promoted:
             waiting = [(u, calls) for u, calls in waiting if not calls & trainers]
             self.units.extend(u for u, _ in promoted)
             trainers |= {u.name for u, _ in promoted}
+            promoted = [(u, calls) for u, calls in waiting if calls & trainers]
         self.waiting = [(u, frozenset(calls)) for u, calls in waiting]
         if self.every_unit:
             self.other_units.extend(u for u, _ in waiting)

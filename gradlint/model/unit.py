@@ -42,7 +42,7 @@ class UnitModel:
     line_offset: int
     facts: ModuleFacts
     assignments: dict[str, list[tuple[int, cst.CSTNode]]] = field(default_factory=dict)
-    visited: bool = False  # assignments are recorded on the first walk only
+    summary: object | None = None  # its :class:`gradlint.model.collect.Summary`, once walked
     home: Path | None = None  # the module file of a unit read from another module of the project
     column_shifts: dict[int, int] = field(default_factory=dict)
     """File line -> characters cut from its start for libcst (see :func:`parse_unit`)."""
