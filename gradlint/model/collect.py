@@ -4,8 +4,8 @@ summaries (each unit walked once per lint, spliced at every call site that reach
 
 from __future__ import annotations
 
-from collections.abc import Callable
 import enum
+from collections.abc import Callable
 from dataclasses import dataclass, field
 from typing import Generic, TypeVar, cast
 
