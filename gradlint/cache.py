@@ -174,15 +174,6 @@ def _fix_shaped(fix: Any) -> bool:
                     and _text(e, "content") for e in fix["edits"]))
 
 
-def _unchanged(uses: dict[str, str | None]) -> bool:
-    """Whether every module in ``uses`` still has its recorded digest (None: still absent)."""
-    if not uses:
-        return True
-    from gradlint.project.index import module_digest  # only for an entry that read other modules
-
-    return all(module_digest(Path(path)) == digest for path, digest in uses.items())
-
-
 class Cache:
     """Diagnostics by content key under one cache folder (see the module documentation)."""
 
@@ -195,6 +186,7 @@ class Cache:
         self._started = time.time_ns()
         self._files: dict[str, list[Any]] | None = None
         self._files_changed = False
+        self._digests: dict[str, str | None] = {}  # module path -> digest now, for the entries' uses
 
     def key(self, digest: str, settings: Settings, notebook: bool, project: str = "") -> str:
         """The entry key of a file with bytes of ``digest`` (:func:`content_digest`) under its
@@ -234,7 +226,9 @@ class Cache:
             self._files_changed = True
 
     def save_index(self) -> None:
-        """Write the file index if it changed (atomically; errors are ignored)."""
+        """Write the file index if it changed (atomically; errors are ignored); the end of a
+        run's triage, so the next run reads the modules its entries used again."""
+        self._digests.clear()
         if self._files_changed:
             self._files_changed = False
             self._write(self._entries / "files.json", json.dumps(self._files, separators=(",", ":")))
@@ -250,11 +244,26 @@ class Cache:
             stored = json.loads(self._path(key).read_bytes())
             items = stored["diagnostics"] if isinstance(stored, dict) else None
             elsewhere = stored.get("elsewhere", []) if isinstance(stored, dict) else None
-            if not isinstance(items, list) or not isinstance(elsewhere, list) or not _unchanged(stored.get("uses", {})):
+            if not isinstance(items, list) or not isinstance(elsewhere, list) or not self._unchanged(stored.get("uses", {})):
                 return None
             return [_diagnostic(path, item) for item in items] + [_foreign(item) for item in elsewhere]
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None
+
+    def _unchanged(self, uses: dict[str, str | None]) -> bool:
+        """Whether every module in ``uses`` still has its recorded digest (None: still absent);
+        each module is read once per cache object (one run)."""
+        if not uses:
+            return True
+        from gradlint.project.index import module_digest  # only for an entry that read other modules
+
+        digests = self._digests
+        for path, digest in uses.items():
+            if path not in digests:
+                digests[path] = module_digest(Path(path))
+            if digests[path] != digest:
+                return False
+        return True
 
     def put(self, key: str, diagnostics: list[Diagnostic], uses: Mapping[Path, str | None] | None = None,
             elsewhere: list[Diagnostic] | None = None) -> None:

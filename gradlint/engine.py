@@ -50,10 +50,11 @@ they change on disk): what a lint shares with the next when its caller keeps no 
 @dataclass
 class Reads:
     """What a lint learnt beyond its own module: the other project modules it read (path:
-    digest), and the diagnostics its loops give at lines of other project modules (a helper's
-    defect, reported where the call is written; their path is the helper's absolute path)."""
+    digest; None for a module file an import looked for and did not find), and the diagnostics
+    its loops give at lines of other project modules (a helper's defect, reported where the
+    call is written; their path is the helper's absolute path)."""
 
-    uses: dict[Path, str] = field(default_factory=dict)
+    uses: dict[Path, str | None] = field(default_factory=dict)
     elsewhere: list[Diagnostic] = field(default_factory=list)
 
 
@@ -161,7 +162,7 @@ class LoopScan:
 
     loops: list[TrainingLoop] = field(default_factory=list)
     error: Diagnostic | None = None
-    used: dict[Path, str] = field(default_factory=dict)  # other project modules read, by digest
+    used: dict[Path, str | None] = field(default_factory=dict)  # other modules read: digest (None: absent)
 
 
 def _judged(source: str, path: str) -> LoopScan:

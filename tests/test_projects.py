@@ -256,3 +256,69 @@ def test_editing_a_helper_re_lints_the_files_that_use_it(copies: Path, monkeypat
     helper.write_text(helper.read_text(encoding="utf-8").replace("    optimizer.step()\n", ""), encoding="utf-8")
     edited = run([loop], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
     assert linted == [loop] and edited.diagnostics == []
+
+
+MISSING_HELPER_LOOP = """\
+from helpers import update
+
+
+def train(model, loader, opt, n):
+    for i, x in enumerate(loader):
+        (model(x) / n).backward()
+        if (i + 1) % n == 0 or i + 1 == len(loader):
+            update(opt)
+"""
+
+HELPER = "def update(opt):\n    opt.zero_grad()\n    opt.step()\n"
+
+
+def _counting_lints(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    linted: list[Path] = []
+    real = runner_module._lint_task
+
+    def counting(task: runner_module._Task, cache: Cache | None) -> object:
+        linted.append(task.path)
+        return real(task, cache)
+
+    monkeypatch.setattr(runner_module, "_lint_task", counting)
+    return linted
+
+
+def test_a_module_that_appears_or_disappears_re_lints_its_importers(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cached result of a file whose import finds no module records the files it looked
+    for as absent: once ``helpers.py`` is written, the file is linted again (and the helper's
+    defect found); once it is deleted, again (and nothing found)."""
+    _write(tmp_path, {"main.py": MISSING_HELPER_LOOP})
+    monkeypatch.chdir(tmp_path)
+    linted = _counting_lints(monkeypatch)
+
+    def check() -> list[tuple[str, int, str]]:
+        result = run([Path("main.py")], default_settings(), cache=Cache(tmp_path / CACHE_DIR_NAME))
+        return [(d.path, d.line, d.code) for d in result.diagnostics]
+
+    assert check() == [] and linted == [Path("main.py")]
+    assert check() == [] and linted == [Path("main.py")]  # answered from the cache
+    (tmp_path / "helpers.py").write_text(HELPER, encoding="utf-8")
+    assert check() == [("helpers.py", 2, "GL305"), ("main.py", 6, "GL202")] and len(linted) == 2
+    assert check() == [("helpers.py", 2, "GL305"), ("main.py", 6, "GL202")] and len(linted) == 2
+    (tmp_path / "helpers.py").unlink()
+    assert check() == [] and len(linted) == 3
+
+
+def test_a_shared_index_reads_an_importer_again_when_its_module_appears(tmp_path: Path) -> None:
+    """The language server's index keeps symbols by content digest: a module that appears
+    (the file the import looked for) makes the importer's symbols be read again."""
+    _write(tmp_path, {"main.py": MISSING_HELPER_LOOP})
+    index = ProjectIndex()
+    main = tmp_path / "main.py"
+
+    def lint() -> list[tuple[int, str]]:
+        reads = Reads()
+        lint_source(MISSING_HELPER_LOOP, str(main), default_settings(), project=index, reads=reads)
+        assert (tmp_path / "helpers.py") in reads.uses
+        return [(d.line, d.code) for d in reads.elsewhere]
+
+    assert lint() == []
+    (tmp_path / "helpers.py").write_text(HELPER, encoding="utf-8")
+    assert lint() == [(2, "GL305")]

@@ -38,7 +38,7 @@ class ProjectContext:
         self.path = path.absolute()
         self.index = index if index is not None else ProjectIndex()
         self.index.use_text(self.path, text, tree)
-        self.used: dict[Path, str] = {}  # the other modules this lint read, with their digests
+        self.used: dict[Path, str | None] = {}  # other modules read: digest (None: looked for, absent)
         self.index.record_reads(self.used, self.path)
         self.kinds = KindReader(self.index)
         self.extra_names = extra_names
