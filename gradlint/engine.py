@@ -9,6 +9,7 @@ server call :func:`lint_source` or :func:`analyse_bytes`.
 from __future__ import annotations
 
 import ast
+import dataclasses
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -139,7 +140,7 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
         elsewhere = _suppressed_elsewhere(list(foreign.values()), settings, project or _PROCESS_INDEX)
         for record in records:
             record.elsewhere = elsewhere
-    for diagnostic in _check_module(source, path, settings, scan.loops):
+    for diagnostic in _check_module(source, path, settings, scan.loops, scan.tree):
         found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
     diagnostics = sorted(found.values(), key=Diagnostic.sort_key)
     if settings.ignore_noqa or not verdict.suppressions or (not diagnostics and not suppressions_wanted(settings)):
@@ -163,6 +164,7 @@ class LoopScan:
     loops: list[TrainingLoop] = field(default_factory=list)
     error: Diagnostic | None = None
     used: dict[Path, str | None] = field(default_factory=dict)  # other modules read: digest (None: absent)
+    tree: ast.Module | None = None  # the module's ast tree, when it was parsed
 
 
 def _judged(source: str, path: str) -> LoopScan:
@@ -189,7 +191,7 @@ def training_loops(source: str, path: str, settings: Settings, *, full: bool = F
     index = _PROCESS_INDEX if project is None else project
     context = ProjectContext(Path(path), source, index, settings.names, screened.tree)
     try:
-        return _loops(screened, source, path, context, full)
+        return dataclasses.replace(_loops(screened, source, path, context, full), tree=screened.tree)
     finally:
         index.record_reads(None)
         if project is None:  # the next lint reads this module from disk, as it is there
@@ -296,11 +298,12 @@ def _suppressed_elsewhere(diagnostics: list[Diagnostic], settings: Settings, ind
     return sorted(kept, key=Diagnostic.sort_key)
 
 
-def _check_module(source: str, path: str, settings: Settings, loops: list[TrainingLoop]) -> Iterable[Diagnostic]:
-    """Findings of the module rules whose word the text holds (its syntax is judged already)."""
+def _check_module(source: str, path: str, settings: Settings, loops: list[TrainingLoop],
+                  tree: ast.Module | None = None) -> Iterable[Diagnostic]:
+    """Findings of the module rules whose word the text holds (its syntax is judged already;
+    ``tree`` is its ``ast`` tree when it was parsed)."""
     if not might_hold_training_loop(source):
         return  # the full analysis too: the same answer as the fast path's text test
-    tree: ast.Module | None = None
     for code, rule in MODULE_RULES.items():
         if not settings.enabled(code) or not any(word in source for word in rule.words):
             continue

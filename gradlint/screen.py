@@ -80,13 +80,15 @@ class Screen:
     callers: list[tuple[Unit, frozenset[str]]] = field(default_factory=list)  # the rest, with what they call
 
 
-def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit: bool = False) -> Screen:
+def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit: bool = False,
+           tree: ast.Module | None = None) -> Screen:
     """Parse ``text`` with ``ast`` (raising SyntaxError) and find the candidate units.
 
     ``every_unit`` also lists, as ``other_units``, every function and top-level compound
     statement without a training call: for the full analysis the fast path is tested against.
+    ``tree`` is the text's ``ast`` tree when the caller has parsed it already.
     """
-    tree = parse_python(text)
+    tree = parse_python(text) if tree is None else tree
     facts = ModuleFacts(extra_names=dict(extra_names or {}))
     collector = _Collector(facts, every_unit)
     collector.visit(tree)

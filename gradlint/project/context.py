@@ -138,8 +138,11 @@ class ProjectContext:
         return self._foreign[path]
 
     def _screen(self, path: Path, text: str) -> ForeignModule | None:
+        tree = self.index.tree(path)  # parsed once for the module's symbols and its screen
+        if tree is None:
+            return None
         try:
-            screened = screen(text, self.extra_names)
+            screened = screen(text, self.extra_names, tree=tree)
         except (SyntaxError, RecursionError, MemoryError):
             return None
         return ForeignModule(path, python_lines(text), screened)

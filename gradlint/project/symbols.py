@@ -9,6 +9,7 @@ nothing about calls through it.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -62,7 +63,7 @@ def read_symbols(tree: ast.Module, path: Path, root: Path) -> ModuleSymbols:
     """The symbols of the module at ``path`` (parsed as ``tree``) in the project under ``root``."""
     symbols = ModuleSymbols(path)
     clashes: set[str] = set()
-    for node in ast.walk(tree):
+    for node in _statements(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             targets = _import_targets(node, path, root, symbols.absent)
             for local, target in targets:
@@ -84,6 +85,23 @@ def read_symbols(tree: ast.Module, path: Path, root: Path) -> ModuleSymbols:
             table.pop(name, None)
     symbols.unresolved |= clashes
     return symbols
+
+
+def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of ``body`` and of the blocks nested in it (imports are statements:
+    expressions, most of a tree's nodes, are not walked)."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        blocks: list[list[ast.stmt]] = [getattr(node, name, None) or [] for name in _BLOCKS]
+        blocks += [handler.body for handler in getattr(node, "handlers", None) or []]
+        blocks += [case.body for case in getattr(node, "cases", None) or []]
+        for block in reversed(blocks):
+            stack.extend(reversed(block))
+
+
+_BLOCKS = ("body", "orelse", "finalbody")
 
 
 def _bind(table: dict, name: str, value: object, clashes: set[str]) -> None:
