@@ -10,7 +10,7 @@ from pathlib import Path
 import pytest
 
 from gradlint.engine import lint_source
-from gradlint.model import collect
+from gradlint.model import collect, unit
 from gradlint.settings import default_settings
 
 DEEP_CHAIN = """\
@@ -80,9 +80,12 @@ def test_a_helper_called_from_many_sites_is_walked_once(tmp_path: Path, monkeypa
         return unit.unit.name  # type: ignore[attr-defined]
 
     monkeypatch.setattr(collect._Walker, "__init__", counting)
+    monkeypatch.setattr(unit, "_MODELS", {})
     found = lint_source(SHARED_HELPER, str(tmp_path / "shared.py"), default_settings())
     assert sorted(walked) == ["train_a", "train_b", "update"]
     assert {(d.line, d.code) for d in found} >= {(2, "GL102"), (3, "GL104")}
+    again = lint_source(SHARED_HELPER + "\n\nLR = 1e-4\n", str(tmp_path / "shared.py"), default_settings())
+    assert sorted(walked) == ["train_a", "train_b", "update"] and again == found  # unchanged units: not walked again
 
 
 def _fan_out(depth: int) -> str:

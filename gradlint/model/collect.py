@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import enum
 from collections.abc import Callable
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Generic, TypeVar, cast
 
 import libcst as cst
@@ -65,13 +65,12 @@ class SummaryItem:
 @dataclass
 class Summary:
     """What one unit says about training, read once from its own tree: its items in walk
-    order and its counters. Calls to other functions are items too, resolved (once each)
-    when the summary is spliced into a loop, so a helper is walked once however many loops
-    and call sites reach it."""
+    order and its counters. Calls to other functions are items too, resolved (by the lint's
+    resolver) when the summary is spliced into a loop, so a helper is walked once however
+    many loops and call sites reach it (and, unchanged, once across lints)."""
 
     items: list[SummaryItem]
     counters: frozenset[str]
-    resolved: dict[int, UnitModel | None] = field(default_factory=dict)  # CALL item index -> callee
 
 
 def summary(unit: UnitModel) -> Summary:
@@ -111,7 +110,7 @@ class Collector:
         found = summary(unit)
         self.counters |= found.counters
         self._budget -= len(found.items)
-        for index, item in enumerate(found.items):
+        for item in found.items:
             ancestors = prefix + item.ancestors if prefix else item.ancestors
             kind = item.item
             if kind is Item.EVENT:
@@ -120,7 +119,7 @@ class Collector:
             elif kind is Item.CALLEE:
                 self.callees.append((item.name, ancestors))
             elif kind is Item.CALL:
-                callee = self._callee(found, index, unit)
+                callee = self.resolver(cast(cst.Call, item.node), unit) if self.resolver is not None else None
                 if callee is not None and self._budget > 0 and all(callee is not u for u in chain):
                     self._splice(callee, (*ancestors, item.node), [*chain, callee])
             elif kind is Item.LOOP:
@@ -129,14 +128,6 @@ class Collector:
                 self.ifs.append(Site(cast(cst.If, item.node), ancestors, unit))
             else:
                 self.withs.append(Site(cast(cst.With, item.node), ancestors, unit))
-
-    def _callee(self, found: Summary, index: int, unit: UnitModel) -> UnitModel | None:
-        """The unit the CALL item ``index`` of ``unit``'s summary reaches (resolved once)."""
-        if self.resolver is None:
-            return None
-        if index not in found.resolved:
-            found.resolved[index] = self.resolver(cast(cst.Call, found.items[index].node), unit)
-        return found.resolved[index]
 
 
 class _Walker(cst.CSTVisitor):

@@ -63,7 +63,7 @@ def read_symbols(tree: ast.Module, path: Path, root: Path) -> ModuleSymbols:
     """The symbols of the module at ``path`` (parsed as ``tree``) in the project under ``root``."""
     symbols = ModuleSymbols(path)
     clashes: set[str] = set()
-    for node in _statements(tree.body):
+    for node in statements(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
             targets = _import_targets(node, path, root, symbols.absent)
             for local, target in targets:
@@ -87,7 +87,7 @@ def read_symbols(tree: ast.Module, path: Path, root: Path) -> ModuleSymbols:
     return symbols
 
 
-def _statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
     """Every statement of ``body`` and of the blocks nested in it (imports are statements:
     expressions, most of a tree's nodes, are not walked)."""
     stack = list(reversed(body))
