@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import dataclasses
+import re
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -200,12 +201,12 @@ def training_loops(source: str, path: str, settings: Settings, *, full: bool = F
 
 def _loops(screened: Screen, source: str, path: str, context: ProjectContext, full: bool) -> LoopScan:
     """The loops of a screened module read as part of its project."""
-    reaching = context.reaching_names()
+    lines = python_lines(source)  # numbered like the ast's units (a lone "\r" ends a line)
+    reaching = context.reaching_names(None if full else _names_used(screened, lines))
     project_callers = [unit for unit, calls in screened.callers if calls & reaching]
     roots = screened.units + (screened.other_units if full else project_callers)
     if not roots:
         return LoopScan()
-    lines = python_lines(source)  # numbered like the ast's units (a lone "\r" ends a line)
     units = UnitFilter(lines, screened.units, screened.facts)
     library = UnitLibrary(lines, screened.units, screened.facts, context, Path(path))
     loops: list[TrainingLoop] = []
@@ -217,6 +218,18 @@ def _loops(screened: Screen, source: str, path: str, context: ProjectContext, fu
         except (cst.ParserSyntaxError, RecursionError):
             continue  # the running Python accepted it; libcst's grammar is the limit here
     return LoopScan(loops, used=dict(context.used))
+
+
+def _names_used(screened: Screen, lines: list[str]) -> frozenset[str]:
+    """The names through which the fast path may reach another module: those the other units
+    call, and the identifiers of the candidate units (only these imports are looked into)."""
+    names = set().union(*(calls for _, calls in screened.callers))
+    for unit in screened.units:
+        names.update(_IDENTIFIER.findall("".join(lines[unit.start_line - 1 : unit.end_line])))
+    return frozenset(names)
+
+
+_IDENTIFIER = re.compile(r"\w+")
 
 
 def judge_syntax(source: str) -> None:

@@ -72,14 +72,16 @@ class ProjectContext:
         method = cls.methods.get(unit.name)
         return (method, cls) if method is not None and _covers(unit, method) else (None, cls)
 
-    def reaching_names(self) -> frozenset[str]:
+    def reaching_names(self, wanted: frozenset[str] | None = None) -> frozenset[str]:
         """Names through which a unit of the linted module may call a training function of
         another project module: names it imports that stand for one (or for a class or module
-        holding one), and training methods its classes inherit from project bases."""
+        holding one), and training methods its classes inherit from project bases; of
+        ``wanted`` only, when given (the other imported modules are not read)."""
         symbols = self.index.symbols(self.path)
         if symbols is None:
             return frozenset()
-        names = {name for name, target in symbols.imports.items() if self._trains(target)}
+        names = {name for name, target in symbols.imports.items()
+                 if (wanted is None or name in wanted) and self._trains(target)}
         for cls in symbols.classes.values():
             for base in self.kinds.project_bases(cls):
                 names |= self._training_methods(base, set())
