@@ -7,6 +7,7 @@ import resource
 
 from gradlint import lint_source
 from gradlint.fixes import layout
+from gradlint.model import unit
 from gradlint.runner import default_jobs
 
 _LOOP = '''
@@ -50,6 +51,9 @@ def test_linting_the_same_file_300_times_keeps_memory_flat() -> None:
         assert lint_source(source, "loops.py") == first
     grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
     assert grown < 30 * 1024, f"peak memory grew by {grown / 1024:.1f} MB over 300 runs"
+    assert len(layout._LAYOUTS) <= unit._MAX_MODELS  # those of the unit models kept across lints
+    unit._MODELS.clear()
+    gc.collect()
     assert len(layout._LAYOUTS) == 0  # no layout outlives its unit
 
 
