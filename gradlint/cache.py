@@ -155,6 +155,13 @@ def _diagnostic(path: str, data: Any) -> Diagnostic:
                       Fix.from_dict(fix) if fix is not None else None, cell, detail)
 
 
+def _foreign(data: Any) -> Diagnostic:
+    """A diagnostic an entry holds for another module, with that module's path."""
+    if not isinstance(data, dict) or not _text(data, "path"):
+        raise ValueError("malformed entry item")
+    return _diagnostic(data["path"], data)
+
+
 def _whole(data: dict[str, Any], *keys: str) -> bool:
     return all(type(data.get(key)) is int for key in keys)
 
@@ -171,15 +178,6 @@ def _fix_shaped(fix: Any) -> bool:
                     and _text(e, "content") for e in fix["edits"]))
 
 
-def _unchanged(uses: dict[str, str]) -> bool:
-    """Whether every module in ``uses`` still has its recorded digest."""
-    if not uses:
-        return True
-    from gradlint.project.index import module_digest  # only for an entry that read other modules
-
-    return all(module_digest(Path(path)) == digest for path, digest in uses.items())
-
-
 class Cache:
     """Diagnostics by content key under one cache folder (see the module documentation)."""
 
@@ -192,6 +190,7 @@ class Cache:
         self._started = time.time_ns()
         self._files: dict[str, list[Any]] | None = None
         self._files_changed = False
+        self._digests: dict[str, str | None] = {}  # module path -> digest now, for the entries' uses
 
     def key(self, digest: str, settings: Settings, notebook: bool, project: str = "") -> str:
         """The entry key of a file with bytes of ``digest`` (:func:`content_digest`) under its
@@ -231,7 +230,9 @@ class Cache:
             self._files_changed = True
 
     def save_index(self) -> None:
-        """Write the file index if it changed (atomically; errors are ignored)."""
+        """Write the file index if it changed (atomically; errors are ignored); the end of a
+        run's triage, so the next run reads the modules its entries used again."""
+        self._digests.clear()
         if self._files_changed:
             self._files_changed = False
             self._write(self._entries / "files.json", json.dumps(self._files, separators=(",", ":")))
@@ -240,23 +241,44 @@ class Cache:
         return self._entries / key[:2] / f"{key}.json"
 
     def get(self, key: str, path: str) -> list[Diagnostic] | None:
-        """The cached diagnostics of ``key``, reported at ``path``; None on a miss, and when a
-        project module the result was computed from has changed since."""
+        """The cached diagnostics of ``key``, reported at ``path`` (those the file's loops gave
+        in other project modules at those modules' absolute paths, after the file's own); None
+        on a miss, and when a project module the result was computed from has changed since."""
         try:
             stored = json.loads(read_source_file(self._path(key)))
             items = stored["diagnostics"] if isinstance(stored, dict) else None
-            if not isinstance(items, list) or not _unchanged(stored.get("uses", {})):
+            elsewhere = stored.get("elsewhere", []) if isinstance(stored, dict) else None
+            if not isinstance(items, list) or not isinstance(elsewhere, list) or not self._unchanged(stored.get("uses", {})):
                 return None
-            return [_diagnostic(path, item) for item in items]
+            return [_diagnostic(path, item) for item in items] + [_foreign(item) for item in elsewhere]
         except (OSError, ValueError, KeyError, TypeError, AttributeError, RecursionError):
             return None
 
-    def put(self, key: str, diagnostics: list[Diagnostic], uses: Mapping[Path, str] | None = None) -> None:
+    def _unchanged(self, uses: dict[str, str | None]) -> bool:
+        """Whether every module in ``uses`` still has its recorded digest (None: still absent);
+        each module is read once per cache object (one run)."""
+        if not uses:
+            return True
+        from gradlint.project.index import module_digest  # only for an entry that read other modules
+
+        digests = self._digests
+        for path, digest in uses.items():
+            if path not in digests:
+                digests[path] = module_digest(Path(path))
+            if digests[path] != digest:
+                return False
+        return True
+
+    def put(self, key: str, diagnostics: list[Diagnostic], uses: Mapping[Path, str | None] | None = None,
+            elsewhere: list[Diagnostic] | None = None) -> None:
         """Store the diagnostics of ``key``, computed from the project modules ``uses`` (path:
-        content digest), atomically; errors are ignored."""
+        content digest, None for a module that does not exist), and those its loops gave in
+        other modules (``elsewhere``, at absolute paths), atomically; errors are ignored."""
         entry: dict[str, Any] = {"diagnostics": [_entry(d) for d in diagnostics]}
         if uses:
             entry["uses"] = {str(path): digest for path, digest in uses.items()}
+        if elsewhere:
+            entry["elsewhere"] = [d.to_dict() for d in elsewhere]
         self._write(self._path(key), json.dumps(entry, separators=(",", ":")))
 
     def _write(self, target: Path, text: str) -> None:

@@ -9,6 +9,8 @@ server call :func:`lint_source` or :func:`analyse_bytes`.
 from __future__ import annotations
 
 import ast
+import dataclasses
+import re
 import warnings
 from collections.abc import Iterable, Iterator
 from contextlib import contextmanager
@@ -17,7 +19,7 @@ from pathlib import Path
 
 import libcst as cst
 
-from gradlint.catalogue import SYNTAX_ERROR
+from gradlint.catalogue import SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.diagnostics import Diagnostic, Span
 from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
@@ -27,12 +29,14 @@ from gradlint.prefilter import (
     UnitFilter,
     Verdict,
     judge,
+    might_hold_suppression,
     might_hold_training_loop,
     suppressions_wanted,
     worth_reading,
 )
 from gradlint.project.context import ProjectContext
 from gradlint.project.index import ProjectIndex
+from gradlint.project.layout import project_root
 from gradlint.rules import MODULE_RULES, RULES
 from gradlint.screen import Screen, screen
 from gradlint.settings import Settings
@@ -46,13 +50,25 @@ _PROCESS_INDEX = ProjectIndex()
 they change on disk): what a lint shares with the next when its caller keeps no index."""
 
 
-_RECORDING: list[dict[Path, str]] = []
+@dataclass
+class Reads:
+    """What a lint learnt beyond its own module: the other project modules it read (path:
+    digest; None for a module file an import looked for and did not find), and the diagnostics
+    its loops give at lines of other project modules (a helper's defect, reported where the
+    call is written; their path is the helper's absolute path)."""
+
+    uses: dict[Path, str | None] = field(default_factory=dict)
+    elsewhere: list[Diagnostic] = field(default_factory=list)
+
+
+_RECORDING: list[Reads] = []
 
 
 @contextmanager
-def recording_uses() -> Iterator[dict[Path, str]]:
-    """Collect the other project modules (path: digest) that every lint in the block reads."""
-    record: dict[Path, str] = {}
+def recording_uses() -> Iterator[Reads]:
+    """Collect what every lint in the block reads of other modules; ``elsewhere`` holds the
+    last lint's diagnostics at lines of other modules (a fixer's final pass)."""
+    record = Reads()
     _RECORDING.append(record)
     try:
         yield record
@@ -69,7 +85,7 @@ def lint_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False
 
 
 def analyse_bytes(data: bytes, path: str, settings: Settings, *, full: bool = False,
-                  uses: dict[Path, str] | None = None) -> list[Diagnostic]:
+                  reads: Reads | None = None) -> list[Diagnostic]:
     """Decode ``data`` like Python does, then lint it; undecodable text is a GL000.
 
     The caller has found the bytes :func:`gradlint.prefilter.worth_reading` (the runner does).
@@ -78,14 +94,18 @@ def analyse_bytes(data: bytes, path: str, settings: Settings, *, full: bool = Fa
         text = decode(data).text
     except SourceError as exc:
         return _syntax_error(path, exc.message, exc.line, exc.column, settings)
-    return lint_source(text, path, settings, full=full, uses=uses)
+    return lint_source(text, path, settings, full=full, reads=reads)
 
 
 def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict | None = None,
                 full: bool = False, project: ProjectIndex | None = None,
-                uses: dict[Path, str] | None = None, share: bool = True) -> list[Diagnostic]:
+                reads: Reads | None = None, share: bool = True) -> list[Diagnostic]:
     """All diagnostics for one module's text, suppression comments applied, sorted by line,
     column and code.
+
+    ``reads`` (else the innermost :func:`recording_uses` block, if any) hears the other
+    project modules the lint read and the diagnostics its loops give in them (the helper's
+    suppression comments applied; they carry no fix: a fix edits the linted file only).
 
     ``verdict`` is the text test's :func:`gradlint.prefilter.judge` on ``source``, when the
     caller has asked it; it is followed, not asked again. ``full`` turns off every shortcut
@@ -104,22 +124,32 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
             return apply_suppressions([], source, path, settings)
         return []  # a file that does not parse has no analysis, so no suppression is "unused"
     scan = training_loops(source, path, settings, full=full, project=project) if verdict.loop else _judged(source, path)
-    for record in [uses] if uses is not None else _RECORDING[-1:]:
-        record.update(scan.used)
+    records = [reads] if reads is not None else _RECORDING[-1:]
+    for record in records:
+        record.uses.update(scan.used)
+        record.elsewhere = []
     if scan.error is not None and scan.error.message.startswith("syntax error") and newer_syntax(source, settings):
         return []  # valid for the target version, which this Python cannot read: not analysed
     if scan.error is not None:
         return [scan.error] if settings.enabled(scan.error.code) else []
     found: dict[tuple[str, Span], Diagnostic] = {}
+    foreign: dict[tuple[str, str, Span], Diagnostic] = {}
     for loop in scan.loops:
         for diagnostic in _check(loop, path, settings):
-            found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
-    for diagnostic in _check_module(source, path, settings, scan.loops, project, uses):
+            if diagnostic.path == path:
+                found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
+            else:
+                foreign.setdefault((diagnostic.path, diagnostic.code, diagnostic.span), diagnostic)
+    if foreign and records:
+        elsewhere = _suppressed_elsewhere(list(foreign.values()), settings, project or _PROCESS_INDEX)
+        for record in records:
+            record.elsewhere = elsewhere
+    for diagnostic in _check_module(source, path, settings, scan.loops, scan.tree, project, records):
         found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
     diagnostics = sorted(found.values(), key=Diagnostic.sort_key)
     if share and len(diagnostics) > 1:
         diagnostics = share_fixes(diagnostics, source, lambda text: lint_source(
-            text, path, settings, full=full, project=project, uses={}, share=False))
+            text, path, settings, full=full, project=project, reads=Reads(), share=False))
     if settings.ignore_noqa or not verdict.suppressions or (not diagnostics and not suppressions_wanted(settings)):
         return diagnostics  # no suppression comment, or nothing to suppress and no GL900: skip tokenizing
     return apply_suppressions(diagnostics, source, path, settings)
@@ -140,7 +170,8 @@ class LoopScan:
 
     loops: list[TrainingLoop] = field(default_factory=list)
     error: Diagnostic | None = None
-    used: dict[Path, str] = field(default_factory=dict)  # other project modules read, by digest
+    used: dict[Path, str | None] = field(default_factory=dict)  # other modules read: digest (None: absent)
+    tree: ast.Module | None = None  # the module's ast tree, when it was parsed
 
 
 def _judged(source: str, path: str) -> LoopScan:
@@ -165,7 +196,7 @@ def training_loops(source: str, path: str, settings: Settings, *, full: bool = F
     except (RecursionError, MemoryError):
         return LoopScan(error=_syntax_diagnostic(path, "file is too deeply nested to analyse", 1, 1))
     with _project_context(source, path, settings, project, screened.tree) as context:
-        return _loops(screened, source, path, context, full)
+        return dataclasses.replace(_loops(screened, source, path, context, full), tree=screened.tree)
 
 
 @contextmanager
@@ -185,12 +216,12 @@ def _project_context(source: str, path: str, settings: Settings, project: Projec
 
 def _loops(screened: Screen, source: str, path: str, context: ProjectContext, full: bool) -> LoopScan:
     """The loops of a screened module read as part of its project."""
-    reaching = context.reaching_names()
+    lines = python_lines(source)  # numbered like the ast's units (a lone "\r" ends a line)
+    reaching = context.reaching_names(None if full else _names_used(screened, lines))
     project_callers = [unit for unit, calls in screened.callers if calls & reaching]
     roots = screened.units + (screened.other_units if full else project_callers)
     if not roots:
         return LoopScan()
-    lines = python_lines(source)  # numbered like the ast's units (a lone "\r" ends a line)
     units = UnitFilter(lines, screened.units, screened.facts)
     library = UnitLibrary(lines, screened.units, screened.facts, context, Path(path))
     loops: list[TrainingLoop] = []
@@ -202,6 +233,18 @@ def _loops(screened: Screen, source: str, path: str, context: ProjectContext, fu
         except (cst.ParserSyntaxError, RecursionError):
             continue  # the running Python accepted it; libcst's grammar is the limit here
     return LoopScan(loops, used=dict(context.used))
+
+
+def _names_used(screened: Screen, lines: list[str]) -> frozenset[str]:
+    """The names through which the fast path may reach another module: those the other units
+    call, and the identifiers of the candidate units (only these imports are looked into)."""
+    names = set().union(*(calls for _, calls in screened.callers))
+    for unit in screened.units:
+        names.update(_IDENTIFIER.findall("".join(lines[unit.start_line - 1 : unit.end_line])))
+    return frozenset(names)
+
+
+_IDENTIFIER = re.compile(r"\w+")
 
 
 def judge_syntax(source: str) -> None:
@@ -220,44 +263,86 @@ def judge_syntax(source: str) -> None:
 
 
 def _check(loop: TrainingLoop, path: str, settings: Settings) -> Iterable[Diagnostic]:
+    """The loop's diagnostics; one written in another project module (a helper the loop
+    calls) has that module's absolute path and names the loop."""
     elsewhere = _spans_elsewhere(loop)
+    where = ""
     for code, rule in RULES.items():
         if not settings.enabled(code):
             continue
         info = rule.info
         for finding in rule.check(loop):
-            if finding.span in elsewhere:
-                continue  # written in another module: reported when that module is linted
-            yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix,
-                             detail=finding.detail)
+            if finding.span not in elsewhere:
+                yield Diagnostic(path, finding.span, info.code, info.name, info.severity, finding.message, finding.fix,
+                                 detail=finding.detail)
+                continue
+            home = elsewhere[finding.span]
+            if home is None:
+                continue  # the same span in two other modules: cannot tell which
+            where = where or _loop_place(loop, path)
+            yield Diagnostic(str(home), finding.span, info.code, info.name, info.severity,
+                             f"{finding.message} (in the loop at {where})", detail=finding.detail)
 
 
-def _spans_elsewhere(loop: TrainingLoop) -> set[Span]:
+def _spans_elsewhere(loop: TrainingLoop) -> dict[Span, Path | None]:
     """Spans of the loop's events and gates written in other project modules (and at no
-    place of this module)."""
-    foreign = [e.unit for e in loop.events if e.unit.home is not None]
+    place of this module), with the module they are written in (None: in more than one)."""
+    foreign = {id(e.unit): e.unit for e in loop.events if e.unit.home is not None}
     if not foreign:
-        return set()
+        return {}
     here = {e.span for e in loop.events if e.unit.home is None}
-    spans = {e.span for e in loop.events if e.unit.home is not None}
-    spans |= {g.span for g in loop.gates if any(g.node in unit.positions for unit in foreign)}
-    return spans - here
+    placed: list[tuple[Span, Path | None]] = [(e.span, e.unit.home) for e in loop.events if e.unit.home is not None]
+    placed += [(g.span, unit.home) for g in loop.gates for unit in foreign.values() if g.node in unit.positions]
+    spans: dict[Span, Path | None] = {}
+    for span, home in placed:
+        if span not in here:
+            spans[span] = home if spans.get(span, home) == home else None
+    return spans
+
+
+def _loop_place(loop: TrainingLoop, path: str) -> str:
+    """``trainer/loop.py:13``: the loop's file (from its project's root) and line."""
+    own = Path(path).absolute()
+    try:
+        shown = own.relative_to(project_root(own)).as_posix()
+    except ValueError:
+        shown = own.name
+    return f"{shown}:{loop.span.line}"
+
+
+def _suppressed_elsewhere(diagnostics: list[Diagnostic], settings: Settings, index: ProjectIndex) -> list[Diagnostic]:
+    """``diagnostics`` (at lines of other modules) less those their module's comments suppress
+    (its unused suppressions are its own lint's to report), sorted."""
+    if settings.ignore_noqa:
+        return sorted(diagnostics, key=Diagnostic.sort_key)
+    by_home: dict[str, list[Diagnostic]] = {}
+    for diagnostic in diagnostics:
+        by_home.setdefault(diagnostic.path, []).append(diagnostic)
+    kept: list[Diagnostic] = []
+    for home, found in by_home.items():
+        text = index.text(Path(home))
+        if text is not None and might_hold_suppression(text):
+            found = [d for d in apply_suppressions(found, text, home, settings) if d.code != UNUSED_SUPPRESSION.code]
+        kept.extend(found)
+    return sorted(kept, key=Diagnostic.sort_key)
 
 
 def _check_module(source: str, path: str, settings: Settings, loops: list[TrainingLoop],
-                  project: ProjectIndex | None, uses: dict[Path, str] | None) -> list[Diagnostic]:
-    """Findings of the module rules whose word the text holds (its syntax is judged already),
-    read as part of the module's project (the modules they read are recorded like the loops')."""
+                  tree: ast.Module | None, project: ProjectIndex | None, records: list[Reads]) -> list[Diagnostic]:
+    """Findings of the module rules whose word the text holds (its syntax is judged already;
+    ``tree`` is its ``ast`` tree when it was parsed), read as part of the module's project (the
+    modules they read are recorded like the loops')."""
     if not might_hold_training_loop(source):
         return []  # the full analysis too: the same answer as the fast path's text test
     rules = [rule for code, rule in MODULE_RULES.items()
              if settings.enabled(code) and any(word in source for word in rule.words)]
     if not rules:
         return []
-    try:
-        tree = parse_python(source)
-    except (SyntaxError, ValueError, RecursionError, MemoryError):
-        return []
+    if tree is None:
+        try:
+            tree = parse_python(source)
+        except (SyntaxError, ValueError, RecursionError, MemoryError):
+            return []
     found: list[Diagnostic] = []
     with _project_context(source, path, settings, project, tree) as context:
         for rule in rules:
@@ -265,8 +350,8 @@ def _check_module(source: str, path: str, settings: Settings, loops: list[Traini
             for finding in rule.check_module(tree, python_lines(source), loops, context):
                 found.append(Diagnostic(path, finding.span, info.code, info.name, info.severity,
                                         finding.message, finding.fix, detail=finding.detail))
-    for record in [uses] if uses is not None else _RECORDING[-1:]:
-        record.update(context.used)
+    for record in records:
+        record.uses.update(context.used)
     return found
 
 

@@ -13,6 +13,7 @@ never depends on the pool: results are put back in their file's slot and sorted.
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 import gc
 import multiprocessing
@@ -20,7 +21,7 @@ import os
 import signal
 import sys
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
+from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
@@ -130,15 +131,32 @@ def _project(path: Path) -> str:
     return str(project_root(path.absolute()))
 
 
-def _lint_data(data: bytes, shown: str, settings: Settings, notebook: bool,
-               uses: dict[Path, str] | None = None) -> list[Diagnostic]:
-    """The diagnostics of bytes that passed :func:`gradlint.prefilter.worth_reading`; the
-    other project modules the analysis read are added to ``uses`` (path: digest)."""
+def _lint_data(data: bytes, shown: str, settings: Settings, notebook: bool) -> list[Diagnostic]:
+    """The diagnostics of bytes that passed :func:`gradlint.prefilter.worth_reading`."""
     # Imported on first use: a run the cache answers never loads the analysis (nor libcst).
     from gradlint.engine import analyse_bytes
     from gradlint.notebook import lint_notebook
 
-    return lint_notebook(data, shown, settings) if notebook else analyse_bytes(data, shown, settings, uses=uses)
+    return lint_notebook(data, shown, settings) if notebook else analyse_bytes(data, shown, settings)
+
+
+def _shown_elsewhere(diagnostics: list[Diagnostic]) -> list[Diagnostic]:
+    """Diagnostics at lines of other project modules (absolute paths), under their shown path."""
+    return [dataclasses.replace(d, path=display_path(Path(d.path))) for d in diagnostics]
+
+
+def _merged(groups: Iterable[list[Diagnostic]], elsewhere: Iterable[list[Diagnostic]]) -> list[Diagnostic]:
+    """Every file's own diagnostics, then those its loops gave in other modules, once per
+    path, span and code across the run (a module's own diagnostic first), sorted."""
+    found = [d for group in groups for d in group]
+    seen = {(d.path, d.span, d.code) for d in found}
+    for group in elsewhere:
+        for diagnostic in group:
+            key = (diagnostic.path, diagnostic.span, diagnostic.code)
+            if key not in seen:
+                seen.add(key)
+                found.append(diagnostic)
+    return sorted(found, key=Diagnostic.sort_key)
 
 
 def _io_error(shown: str, exc: OSError, settings: Settings) -> list[Diagnostic]:
@@ -184,6 +202,9 @@ Outcome = list[Diagnostic] | FileFix | None
 """What linting one file gave: its diagnostics (checking), its fix (fixing), or None when
 it ran out of its time budget."""
 
+Done = tuple["_Task", Outcome, list[Diagnostic]]
+"""A task, its outcome, and the diagnostics its loops gave in other project modules (shown paths)."""
+
 
 @dataclass(frozen=True)
 class _Task:
@@ -220,6 +241,7 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
     """
     result = RunResult()
     found: list[Outcome] = [[] for _ in paths]
+    elsewhere: list[list[Diagnostic]] = [[] for _ in paths]
     tasks: list[_Task] = []
     shown_as = _PathNames()
     for index, item in enumerate(paths):
@@ -246,6 +268,9 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
         result.files_checked += 1
         notebook = _is_notebook(path)
         cached = cache.get(cache.key(digest, own, notebook, _project(path)), shown) if cache and digest else None
+        if cached is not None:
+            elsewhere[index] = _shown_elsewhere([d for d in cached if d.path != shown])
+            cached = [d for d in cached if d.path == shown]
         if not worth or (cached is not None and (mode is Mode.CHECK or _nothing_to_fix(cached, unsafe, notebook))):
             found[index] = _outcome(mode, path, shown, cached or [])
         else:
@@ -257,7 +282,8 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
     done = len(paths) - len(tasks)
     if progress is not None:
         progress(done, len(paths))
-    for task, outcome in _lint_tasks(tasks, jobs, cache):
+    for task, outcome, foreign in _lint_tasks(tasks, jobs, cache):
+        elsewhere[task.index] = foreign
         done += 1
         if progress is not None:
             progress(done, len(paths))
@@ -271,7 +297,7 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
     result.timed_out = [task.shown for task in tasks if task.index in out_of_time]
     result.fixes = [f for f in found if isinstance(f, FileFix)]
     groups = [f.remaining if isinstance(f, FileFix) else f or [] for f in found]
-    result.diagnostics = sorted((d for group in groups for d in group), key=Diagnostic.sort_key)
+    result.diagnostics = _merged(groups, elsewhere)
     return result
 
 
@@ -323,8 +349,8 @@ def _triage_piped(data: bytes, settings: Settings, cache: Cache | None) -> tuple
     return worth, content_digest(data) if worth and cache is not None else None
 
 
-def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[tuple[_Task, Outcome]]:
-    """(task, outcome) of every task, in no particular order."""
+def _lint_tasks(tasks: list[_Task], jobs: int, cache: Cache | None) -> Iterator[Done]:
+    """(task, outcome, diagnostics elsewhere) of every task, in no particular order."""
     if not tasks:
         return
     import gradlint.engine  # noqa: F401  (before the pool forks: the workers share it)
@@ -393,61 +419,66 @@ def _context() -> multiprocessing.context.BaseContext:
     return multiprocessing.get_context()
 
 
-def _lint_task(task: _Task, cache: Cache | None) -> tuple[_Task, Outcome]:
+def _lint_task(task: _Task, cache: Cache | None) -> Done:
     """Read, lint (or fix) and cache one file; None when it runs out of its time budget
     (and nothing is cached)."""
     if task.mode is not Mode.CHECK:
-        return task, _fix_task(task, cache)
+        return _fix_task(task, cache)
     try:
         data = task.data if task.data is not None else read_source_file(task.path)
     except OSError as exc:
-        return task, _io_error(task.shown, exc, task.settings)
+        return task, _io_error(task.shown, exc, task.settings), []
     notebook = _is_notebook(task.path)
-    uses: dict[Path, str] = {}
+    from gradlint.engine import recording_uses  # the analysis is needed anyway
+
     try:
-        with time_budget(task.timeout):
-            diagnostics = _lint_data(data, task.shown, task.settings, notebook, uses)
+        with time_budget(task.timeout), recording_uses() as reads:
+            diagnostics = _lint_data(data, task.shown, task.settings, notebook)
     except AnalysisTimeout:
-        return task, None
+        return task, None, []
     if cache is not None:
-        cache.put(cache.key(content_digest(data), task.settings, notebook, _project(task.path)), diagnostics, uses)
-    return task, diagnostics
+        cache.put(cache.key(content_digest(data), task.settings, notebook, _project(task.path)), diagnostics,
+                  reads.uses, reads.elsewhere)
+    return task, diagnostics, _shown_elsewhere(reads.elsewhere)
 
 
-def _fix_task(task: _Task, cache: Cache | None) -> FileFix | None:
+def _fix_task(task: _Task, cache: Cache | None) -> Done:
     """Fix one file within its time budget and, with ``Mode.FIX``, write it back. A file
     the fixer leaves as it is has its diagnostics cached (not a notebook: see
-    :func:`_nothing_to_fix`)."""
+    :func:`_nothing_to_fix`). A diagnostic its loops give in another module has no fix
+    here (a fix edits the file being fixed only): it is reported as it is."""
     outcome = FileFix(task.path, task.shown)
     try:
         data = task.data if task.data is not None else read_source_file(task.path)
     except OSError as exc:
         outcome.remaining = _io_error(task.shown, exc, task.settings)
-        return outcome
+        return task, outcome, []
     notebook = _is_notebook(task.path)
     from gradlint.engine import recording_uses  # the analysis is needed anyway
 
     try:
-        with time_budget(task.timeout), recording_uses() as uses:
+        with time_budget(task.timeout), recording_uses() as reads:
             fixed = fix_data(data, task.path, task.shown, task.settings, task.unsafe, notebook)
             if fixed is None:
                 outcome.remaining = _lint_data(data, task.shown, task.settings, notebook)
             else:
                 outcome = fixed
     except AnalysisTimeout:
-        return None
+        return task, None, []
     if task.mode is Mode.FIX and task.data is None and outcome.output is not None:
         try:
             write_atomic(task.path, outcome.output, expected=data)
         except OSError as exc:
-            outcome.unchanged(exc.strerror or str(exc), lint_file(task.path, task.settings))
-            return outcome
+            with recording_uses() as reads:
+                outcome.unchanged(exc.strerror or str(exc), lint_file(task.path, task.settings))
+            return task, outcome, _shown_elsewhere(reads.elsewhere)
     if cache is not None and not notebook and not outcome.changed and outcome.error is None:
-        cache.put(cache.key(content_digest(data), task.settings, notebook, _project(task.path)), outcome.remaining, uses)
-    return outcome
+        cache.put(cache.key(content_digest(data), task.settings, notebook, _project(task.path)), outcome.remaining,
+                  reads.uses, reads.elsewhere)
+    return task, outcome, _shown_elsewhere(reads.elsewhere)
 
 
-def _lint_chunk(chunk: list[_Task], cache: Cache | None) -> list[tuple[_Task, Outcome]]:
+def _lint_chunk(chunk: list[_Task], cache: Cache | None) -> list[Done]:
     """:func:`_lint_task` for every task of a chunk (in a worker process)."""
     return [_lint_task(task, cache) for task in chunk]
 

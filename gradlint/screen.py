@@ -102,13 +102,15 @@ class Screen:
     callers: list[tuple[Unit, frozenset[str]]] = field(default_factory=list)  # the rest, with what they call
 
 
-def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit: bool = False) -> Screen:
+def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit: bool = False,
+           tree: ast.Module | None = None) -> Screen:
     """Parse ``text`` with ``ast`` (raising SyntaxError) and find the candidate units.
 
     ``every_unit`` also lists, as ``other_units``, every function and top-level compound
     statement without a training call: for the full analysis the fast path is tested against.
+    ``tree`` is the text's ``ast`` tree when the caller has parsed it already.
     """
-    tree = parse_python(text)
+    tree = parse_python(text) if tree is None else tree
     facts = ModuleFacts(extra_names=dict(extra_names or {}))
     collector = _Collector(facts, every_unit)
     collector.visit(tree)
@@ -277,17 +279,19 @@ class _Collector(ast.NodeVisitor):
                 else:
                     self.callers.append((unit, self._calls[-1]))
 
-    def promote_callers(self, depth: int = 2) -> None:
+    def promote_callers(self) -> None:
         """A function that calls one of the module's training functions trains through it
-        (``for batch in loader: self.train_step(batch)``): it is a unit too, two levels up.
-        The rest become ``other_units`` when every unit is wanted."""
+        (``for batch in loader: self.train_step(batch)``): it is a unit too, at any number of
+        levels up (calls are followed to any depth). The rest become ``other_units`` when
+        every unit is wanted."""
         trainers = {u.name for u in self.units}
         waiting = list(self.callers)
-        for _ in range(depth):
-            promoted = [(u, calls) for u, calls in waiting if calls & trainers]
+        promoted = [(u, calls) for u, calls in waiting if calls & trainers]
+        while promoted:
             waiting = [(u, calls) for u, calls in waiting if not calls & trainers]
             self.units.extend(u for u, _ in promoted)
             trainers |= {u.name for u, _ in promoted}
+            promoted = [(u, calls) for u, calls in waiting if calls & trainers]
         self.waiting = [(u, frozenset(calls)) for u, calls in waiting]
         if self.every_unit:
             self.other_units.extend(u for u, _ in waiting)

@@ -13,9 +13,9 @@ from samples import gradlint
 
 from gradlint import runner as runner_module
 from gradlint.cache import CACHE_DIR_NAME, Cache
-from gradlint.engine import lint_source
+from gradlint.engine import Reads, lint_source
 from gradlint.project.index import ProjectIndex
-from gradlint.runner import run
+from gradlint.runner import Mode, run
 from gradlint.settings import default_settings
 
 PROJECTS = FIXTURES / "projects"
@@ -38,8 +38,8 @@ def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_every_project_layout_is_there() -> None:
-    assert NAMES == ["callback_loop", "class_hierarchy", "hf_trainer_subclass", "loss_contracts", "runner_hooks",
-                     "script_layout", "trainer_package"]
+    assert NAMES == ["callback_loop", "class_hierarchy", "helper_defects", "hf_trainer_subclass", "loss_contracts",
+                     "runner_hooks", "script_layout", "trainer_package"]
     assert all(_markers(PROJECTS / name) for name in NAMES)
 
 
@@ -80,6 +80,81 @@ def test_diagnostics_are_for_the_linted_file_only(copies: Path) -> None:
     loop = project / "trainer" / "loop.py"
     found = lint_source(loop.read_text(encoding="utf-8"), str(loop), default_settings(), project=ProjectIndex())
     assert {(d.path, d.line, d.code) for d in found} == {(str(loop), 15, "GL201")}
+
+
+def test_a_defect_in_a_helper_is_reported_in_the_helper_with_the_loop_named(copies: Path) -> None:
+    """Checking main.py alone reports the defects its loop makes of the helpers in steps.py,
+    at the helper's lines and path, each message naming the loop (file from the root, line)."""
+    result = gradlint("check", "projects/helper_defects/main.py", "--no-cache", "--output-format", "concise")
+    assert result.exit_code == 1
+    lines = [line for line in result.stdout.splitlines() if ": GL" in line]
+    assert [line.split(" ", 2)[:2] for line in lines] == [
+        ["projects/helper_defects/main.py:12:9:", "GL202"],
+        ["projects/helper_defects/steps.py:5:5:", "GL104"],
+        ["projects/helper_defects/steps.py:9:5:", "GL305"],
+    ]
+    assert lines[1].endswith("(in the loop at main.py:10)") and lines[2].endswith("(in the loop at main.py:10)")
+    assert "main.py:10" not in lines[0]
+
+
+def test_lint_source_hands_the_helpers_diagnostics_over_apart_without_fixes(copies: Path) -> None:
+    main = copies / "helper_defects" / "main.py"
+    reads = Reads()
+    own = lint_source(main.read_text(encoding="utf-8"), str(main), default_settings(), project=ProjectIndex(),
+                      reads=reads)
+    assert [(d.line, d.code) for d in own] == [(12, "GL202")]
+    steps = str((copies / "helper_defects" / "steps.py").absolute())
+    assert [(d.path, d.line, d.code, d.fix) for d in reads.elsewhere] == [(steps, 5, "GL104", None),
+                                                                         (steps, 9, "GL305", None)]
+    assert Path(steps) in reads.uses
+
+
+def test_a_helper_comment_suppresses_what_its_callers_find_there(copies: Path) -> None:
+    steps = copies / "helper_defects" / "steps.py"
+    steps.write_text(steps.read_text(encoding="utf-8").replace("# expect: GL104", "# noqa: GL104"), encoding="utf-8")
+    result = gradlint("check", "projects/helper_defects/main.py", "--no-cache", "--output-format", "concise",
+                      "--extend-select", "GL900")
+    assert [line.split(" ", 2)[1] for line in result.stdout.splitlines() if ": GL" in line] == ["GL202", "GL305"]
+
+
+def test_two_callers_of_one_helper_report_its_defect_once(copies: Path) -> None:
+    project = copies / "helper_defects"
+    (project / "again.py").write_text((project / "main.py").read_text(encoding="utf-8"), encoding="utf-8")
+    result = run([project / "main.py", project / "again.py", project / "steps.py"], default_settings())
+    assert [(Path(d.path).name, d.line, d.code) for d in result.diagnostics] == [
+        ("again.py", 12, "GL202"), ("main.py", 12, "GL202"), ("steps.py", 5, "GL104"), ("steps.py", 9, "GL305")]
+
+
+def test_fixing_a_caller_leaves_the_helper_as_it_is_and_reports_its_defect(copies: Path) -> None:
+    """A fix edits only the file being fixed: the helper's defect is reported, not fixed."""
+    project = copies / "helper_defects"
+    before = (project / "steps.py").read_bytes()
+    result = run([project / "main.py"], default_settings(), mode=Mode.FIX, unsafe=True)
+    assert (project / "steps.py").read_bytes() == before
+    assert [f.path.name for f in result.fixes] == ["main.py"]
+    assert ("steps.py", 9, "GL305") in {(Path(d.path).name, d.line, d.code) for d in result.diagnostics}
+
+
+def test_a_cached_caller_still_reports_its_helpers_defects(copies: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    project = copies / "helper_defects"
+    main = Path("projects/helper_defects/main.py")
+    first = run([main], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    linted: list[Path] = []
+    real = runner_module._lint_task
+
+    def counting(task: runner_module._Task, cache: Cache | None) -> object:
+        linted.append(task.path)
+        return real(task, cache)
+
+    monkeypatch.setattr(runner_module, "_lint_task", counting)
+    again = run([main], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    assert linted == [] and again.diagnostics == first.diagnostics
+    assert [(d.path, d.line) for d in again.diagnostics][1:] == [("projects/helper_defects/steps.py", 5),
+                                                                 ("projects/helper_defects/steps.py", 9)]
+    steps = project / "steps.py"
+    steps.write_text(steps.read_text(encoding="utf-8").replace("    scheduler.step()", "    pass"), encoding="utf-8")
+    edited = run([main], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+    assert linted == [main] and [(d.line, d.code) for d in edited.diagnostics] == [(12, "GL202"), (9, "GL305")]
 
 
 def _write(root: Path, files: dict[str, str]) -> None:
@@ -182,3 +257,69 @@ def test_editing_a_helper_re_lints_the_files_that_use_it(copies: Path, monkeypat
     helper.write_text(helper.read_text(encoding="utf-8").replace("    optimizer.step()\n", ""), encoding="utf-8")
     edited = run([loop], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
     assert linted == [loop] and edited.diagnostics == []
+
+
+MISSING_HELPER_LOOP = """\
+from helpers import update
+
+
+def train(model, loader, opt, n):
+    for i, x in enumerate(loader):
+        (model(x) / n).backward()
+        if (i + 1) % n == 0 or i + 1 == len(loader):
+            update(opt)
+"""
+
+HELPER = "def update(opt):\n    opt.zero_grad()\n    opt.step()\n"
+
+
+def _counting_lints(monkeypatch: pytest.MonkeyPatch) -> list[Path]:
+    linted: list[Path] = []
+    real = runner_module._lint_task
+
+    def counting(task: runner_module._Task, cache: Cache | None) -> object:
+        linted.append(task.path)
+        return real(task, cache)
+
+    monkeypatch.setattr(runner_module, "_lint_task", counting)
+    return linted
+
+
+def test_a_module_that_appears_or_disappears_re_lints_its_importers(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The cached result of a file whose import finds no module records the files it looked
+    for as absent: once ``helpers.py`` is written, the file is linted again (and the helper's
+    defect found); once it is deleted, again (and nothing found)."""
+    _write(tmp_path, {"main.py": MISSING_HELPER_LOOP})
+    monkeypatch.chdir(tmp_path)
+    linted = _counting_lints(monkeypatch)
+
+    def check() -> list[tuple[str, int, str]]:
+        result = run([Path("main.py")], default_settings(), cache=Cache(tmp_path / CACHE_DIR_NAME))
+        return [(d.path, d.line, d.code) for d in result.diagnostics]
+
+    assert check() == [] and linted == [Path("main.py")]
+    assert check() == [] and linted == [Path("main.py")]  # answered from the cache
+    (tmp_path / "helpers.py").write_text(HELPER, encoding="utf-8")
+    assert check() == [("helpers.py", 2, "GL305"), ("main.py", 6, "GL202")] and len(linted) == 2
+    assert check() == [("helpers.py", 2, "GL305"), ("main.py", 6, "GL202")] and len(linted) == 2
+    (tmp_path / "helpers.py").unlink()
+    assert check() == [] and len(linted) == 3
+
+
+def test_a_shared_index_reads_an_importer_again_when_its_module_appears(tmp_path: Path) -> None:
+    """The language server's index keeps symbols by content digest: a module that appears
+    (the file the import looked for) makes the importer's symbols be read again."""
+    _write(tmp_path, {"main.py": MISSING_HELPER_LOOP})
+    index = ProjectIndex()
+    main = tmp_path / "main.py"
+
+    def lint() -> list[tuple[int, str]]:
+        reads = Reads()
+        lint_source(MISSING_HELPER_LOOP, str(main), default_settings(), project=index, reads=reads)
+        assert (tmp_path / "helpers.py") in reads.uses
+        return [(d.line, d.code) for d in reads.elsewhere]
+
+    assert lint() == []
+    (tmp_path / "helpers.py").write_text(HELPER, encoding="utf-8")
+    assert lint() == [(2, "GL305")]

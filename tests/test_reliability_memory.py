@@ -49,6 +49,7 @@ sys.path.insert(0, sys.argv[1])
 from test_reliability_memory import _file
 from gradlint import lint_source
 from gradlint.fixes import layout
+from gradlint.model import unit
 
 source = _file(440)
 assert source.count("\\n") >= 440
@@ -58,7 +59,12 @@ gc.collect()
 peak = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss
 for _ in range(300):
     assert lint_source(source, "loops.py") == first
-print(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak, len(layout._LAYOUTS))
+grown = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss - peak
+kept = len(layout._LAYOUTS)
+assert kept <= unit._MAX_MODELS, kept  # those of the unit models kept across lints
+unit._MODELS.clear()
+gc.collect()
+print(grown, len(layout._LAYOUTS))
 """
 
 

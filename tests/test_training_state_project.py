@@ -99,7 +99,7 @@ def test_a_module_rule_records_the_other_modules_it_reads(tmp_path: Path) -> Non
     root = _project(tmp_path, {"models.py": MODEL, "train.py": TRAIN})
     with recording_uses() as used:
         lint_source(TRAIN, str(root / "train.py"), GL502, project=ProjectIndex())
-    assert (root / "models.py").absolute() in used
+    assert (root / "models.py").absolute() in used.uses
 
 
 @pytest.mark.parametrize(("idiom", "old", "new", "expected"), [

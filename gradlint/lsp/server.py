@@ -30,7 +30,7 @@ from gradlint import __version__
 from gradlint.budget import DEFAULT_TIMEOUT, AnalysisTimeout
 from gradlint.config import CONFIG_NAMES
 from gradlint.diagnostics import Applicability, Diagnostic
-from gradlint.engine import lint_source
+from gradlint.engine import Reads, lint_source
 from gradlint.fixer import fix_source
 from gradlint.lsp.actions import FIX_ALL, ActionBuilder, code_actions, wants
 from gradlint.lsp.convert import lsp_diagnostic, whole_text_edit
@@ -57,6 +57,12 @@ def document_path(uri: str) -> str | None:
     return to_fs_path(uri) if uri.startswith("file:") else None
 
 
+def _path_of(uri: str) -> Path | None:
+    """The absolute path of a ``file:`` URI, as the analysis names modules."""
+    path = document_path(uri)
+    return Path(path).absolute() if path else None
+
+
 @dataclass(frozen=True)
 class LintOutcome:
     """One lint of one text snapshot."""
@@ -68,6 +74,8 @@ class LintOutcome:
     seconds: float
     cpu_seconds: float
     settings_error: str | None = None
+    elsewhere: tuple[Diagnostic, ...] = ()  # what its loops give in other modules (absolute paths)
+    uses: frozenset[Path] = frozenset()  # the other modules it read (or looked for)
 
 
 class _Malformed:
@@ -120,6 +128,8 @@ class _State:
     results: dict[str, LintOutcome] = field(default_factory=dict)
     reported_errors: set[str] = field(default_factory=set)
     pull: bool = False
+    elsewhere: dict[Path, dict[str, tuple[Diagnostic, ...]]] = field(default_factory=dict)
+    """Module path -> {URI of an open document: what that document's loops give in the module}."""
 
 
 class GradlintServer(LanguageServer):
@@ -167,6 +177,9 @@ class GradlintServer(LanguageServer):
         resolved = self.settings_cache.resolve(Path(path) if path else None)
         started, cpu = time.perf_counter(), time.thread_time()
         shown = path or uri
+        if path:  # what the document's dependents read of it, also when it has no loop itself
+            self.project.use_text(Path(path), text)
+        reads = Reads()
         too_large = over_limit(text, resolved.max_file_size)
         if too_large:
             diagnostics = not_analysed(shown, too_large, resolved.settings)
@@ -174,12 +187,12 @@ class GradlintServer(LanguageServer):
             try:
                 with thread_budget(self.timeout):
                     verdict = judge(text)
-                    diagnostics = lint_source(text, shown, resolved.settings, verdict=verdict,
-                                              project=self.project) if verdict.worth(resolved.settings) else []
+                    diagnostics = lint_source(text, shown, resolved.settings, verdict=verdict, project=self.project,
+                                              reads=reads) if verdict.worth(resolved.settings) else []
             except AnalysisTimeout as exc:
                 diagnostics = not_analysed(shown, f"{exc} (the server gave up on this version)", resolved.settings)
         return LintOutcome(version, text, resolved.settings, diagnostics, time.perf_counter() - started,
-                           time.thread_time() - cpu, resolved.error)
+                           time.thread_time() - cpu, resolved.error, tuple(reads.elsewhere), frozenset(reads.uses))
 
     async def lint(self, uri: str, version: int | None, text: str) -> LintOutcome | None:
         """Lint a snapshot off the event loop; log the time, report config errors once."""
@@ -201,17 +214,77 @@ class GradlintServer(LanguageServer):
                  f"linted {basename(uri)} (version {version}): {len(outcome.diagnostics)} "
                  f"diagnostics in {outcome.seconds * 1000:.1f} ms (CPU {outcome.cpu_seconds * 1000:.1f} ms)")
         if uri in self.state.open:
+            previous = self.state.results.get(uri)
             self.state.results[uri] = outcome
+            self._note_elsewhere(uri, outcome.elsewhere)
+            if previous is not None and previous.text != outcome.text:
+                self._relint_dependents(uri)
         return outcome
+
+    # -- the project: diagnostics in other modules, dependents ------------------------------
+
+    def _note_elsewhere(self, uri: str, found: tuple[Diagnostic, ...]) -> None:
+        """Keep what ``uri``'s loops give in other modules; republish the open ones it changes."""
+        by_path: dict[Path, list[Diagnostic]] = {}
+        for diagnostic in found:
+            by_path.setdefault(Path(diagnostic.path), []).append(diagnostic)
+        changed: set[Path] = set()
+        for path, sources in self.state.elsewhere.items():
+            if uri in sources and path not in by_path:
+                del sources[uri]
+                changed.add(path)
+        for path, diagnostics in by_path.items():
+            sources = self.state.elsewhere.setdefault(path, {})
+            if sources.get(uri) != tuple(diagnostics):
+                sources[uri] = tuple(diagnostics)
+                changed.add(path)
+        targets = [other for other in self.state.open if other != uri and _path_of(other) in changed]
+        if targets and self.state.pull:
+            self._refresh()
+            return
+        for other in targets:
+            outcome = self.state.results.get(other)
+            if outcome is not None and other not in self.state.pending:
+                self.publish(other, outcome.version, self.to_lsp(outcome, other))
+
+    def _relint_dependents(self, uri: str) -> None:
+        """``uri`` has new text: lint again every other open document whose last lint read it."""
+        path = _path_of(uri)
+        if path is None:
+            return
+        dependents = [other for other, outcome in self.state.results.items()
+                      if other != uri and other in self.state.open and path in outcome.uses]
+        if dependents and self.state.pull:
+            self._refresh()
+            return
+        for other in dependents:
+            self.schedule(other, 0)
+
+    def _refresh(self) -> None:
+        """Ask a pulling client for every open document's diagnostics again."""
+        if self._capability("workspace.diagnostics.refresh_support"):
+            self.workspace_diagnostic_refresh(None)
 
     def log(self, kind: types.MessageType, message: str) -> None:
         """A ``window/logMessage`` (shown in the editor's language-server log)."""
         self.window_log_message(types.LogMessageParams(type=kind, message=message))
 
-    def to_lsp(self, outcome: LintOutcome) -> list[types.Diagnostic]:
-        """The outcome's diagnostics as LSP diagnostics of its own snapshot."""
+    def to_lsp(self, outcome: LintOutcome, uri: str | None = None) -> list[types.Diagnostic]:
+        """The outcome's diagnostics as LSP diagnostics of its own snapshot, with (given the
+        document's ``uri``) those the loops of other open documents give in it."""
         lines = split_lines(outcome.text)
-        return [lsp_diagnostic(d, lines, self.encoding, outcome.version) for d in outcome.diagnostics]
+        found = list(outcome.diagnostics)
+        path = _path_of(uri) if uri is not None else None
+        if path is not None and path in self.state.elsewhere:
+            seen = {(d.span, d.code) for d in found}
+            for source, diagnostics in sorted(self.state.elsewhere[path].items()):
+                if source not in self.state.open:
+                    continue
+                for diagnostic in diagnostics:
+                    if (diagnostic.span, diagnostic.code) not in seen and diagnostic.span.line <= len(lines):
+                        seen.add((diagnostic.span, diagnostic.code))
+                        found.append(diagnostic)
+        return [lsp_diagnostic(d, lines, self.encoding, outcome.version) for d in found]
 
     def open_document(self, uri: str) -> TextDocument:
         """The open document ``uri``. A request for any other is an error: its file is never
@@ -250,7 +323,7 @@ class GradlintServer(LanguageServer):
             current = self.snapshot(uri)
             if outcome is None or current is None or current[0] != version:
                 return  # closed or edited meanwhile: a newer task publishes
-            self.publish(uri, version, self.to_lsp(outcome))
+            self.publish(uri, version, self.to_lsp(outcome, uri))
         finally:
             if self.state.pending.get(uri) is asyncio.current_task():
                 del self.state.pending[uri]
@@ -335,6 +408,7 @@ def build_server() -> GradlintServer:
         uri = params.text_document.uri
         ls.state.open.discard(uri)
         ls.state.results.pop(uri, None)
+        ls._note_elsewhere(uri, ())
         closed = document_path(uri)
         if closed:
             ls.lint_executor.submit(ls.project.forget_text, Path(closed))  # the file on disk again
@@ -362,7 +436,7 @@ def build_server() -> GradlintServer:
             latest = ls.open_document(uri)
             if latest.version == version:
                 break
-        items = ls.to_lsp(outcome) if outcome else []
+        items = ls.to_lsp(outcome, uri) if outcome else []
         return types.RelatedFullDocumentDiagnosticReport(items=items)
 
     @server.feature(types.TEXT_DOCUMENT_CODE_ACTION, types.CodeActionOptions(

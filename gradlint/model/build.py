@@ -23,8 +23,6 @@ def build_loops(unit: UnitModel, resolve: Resolver | None = None) -> list[Traini
     """All training loops of ``unit``, with every event placed; ``resolve`` finds the
     training functions of the same module that a call reaches."""
     collector = Collector(unit, resolve)
-    unit.root.visit(collector)
-    unit.visited = True
     events = collector.events
     for order, event in enumerate(events):
         event.order = order

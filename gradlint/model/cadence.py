@@ -14,6 +14,7 @@ from collections.abc import Iterable
 import libcst as cst
 
 from gradlint.model.collect import Site
+from gradlint.model.node_memo import per_node
 from gradlint.model.syntax import names_in
 from gradlint.model.unit import UnitModel
 
@@ -60,7 +61,8 @@ def _comparisons(test: cst.BaseExpression) -> list[cst.BaseExpression]:
     return []
 
 
-def _lr_names(root: cst.CSTNode) -> set[str]:
+@per_node
+def _lr_names(root: cst.CSTNode) -> frozenset[str]:
     """Names read by the right side of ``group["lr"] = ...`` / ``optimizer.lr = ...``."""
     found: set[str] = set()
 
@@ -70,7 +72,7 @@ def _lr_names(root: cst.CSTNode) -> set[str]:
                 found.update(names_in(node.value))
 
     root.visit(_Lr())
-    return found
+    return frozenset(found)
 
 
 def _is_lr(target: cst.BaseExpression) -> bool:

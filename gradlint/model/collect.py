@@ -1,11 +1,13 @@
 """Collect what one unit says about training: events with their ancestors, loops, ifs,
-withs and assignments, following calls into the module's own training helpers."""
+withs and assignments, following calls into the project's training helpers through their
+summaries (each unit walked once per lint, spliced at every call site that reaches it)."""
 
 from __future__ import annotations
 
+import enum
 from collections.abc import Callable
 from dataclasses import dataclass
-from typing import Generic, TypeVar
+from typing import Generic, TypeVar, cast
 
 import libcst as cst
 
@@ -15,8 +17,10 @@ from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 
 LOOPS = (cst.For, cst.While)
-_INLINE_DEPTH = 4
-"""How many calls deep helpers are followed (a cycle is never entered twice)."""
+_MAX_ITEMS = 20_000
+"""How many items (events, sites, calls) one collection splices in all: helpers are followed to
+any depth (never into one already being walked), but a call graph that fans out exponentially
+stops being followed here."""
 Resolver = Callable[[cst.Call, UnitModel], "UnitModel | None"]
 _SCOPES_SKIPPED = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
 N = TypeVar("N", bound=cst.CSTNode)
@@ -35,29 +39,110 @@ class Site(Generic[N]):
         return any(a is node for a in self.ancestors)
 
 
-class Collector(cst.CSTVisitor):
-    """Collect events, loops, ifs, withs and assignments with their ancestors.
+class Item(enum.Enum):
+    """What a summary item is."""
 
-    A call to a function of the same module that itself trains (``self.train_step(batch)``)
-    is followed into that function, in this module or another of the project, up to
-    ``_INLINE_DEPTH`` calls deep and never into a function already being walked: its events join the caller's, at
-    the call site, each still pointing at its own unit for positions and loss tracing.
+    EVENT = "event"
+    LOOP = "loop"
+    IF = "if"
+    WITH = "with"
+    CALLEE = "callee"  # the last name of a call, for TrainingLoop.callees
+    CALL = "call"  # a call with no role of its own: perhaps a project function's, followed
+
+
+@dataclass(frozen=True)
+class SummaryItem:
+    """One thing a unit's walk met, with its ancestors inside the unit (its root first)."""
+
+    item: Item
+    node: cst.CSTNode
+    ancestors: tuple[cst.CSTNode, ...]
+    record: RoleRecord | None = None
+    statement: cst.CSTNode | None = None
+    name: str = ""
+
+
+@dataclass
+class Summary:
+    """What one unit says about training, read once from its own tree: its items in walk
+    order and its counters. Calls to other functions are items too, resolved (by the lint's
+    resolver) when the summary is spliced into a loop, so a helper is walked once however
+    many loops and call sites reach it (and, unchanged, once across lints)."""
+
+    items: list[SummaryItem]
+    counters: frozenset[str]
+
+
+def summary(unit: UnitModel) -> Summary:
+    """The unit's summary (walked on first use; its assignments are recorded then)."""
+    if unit.summary is None:
+        walker = _Walker(unit)
+        unit.root.visit(walker)
+        unit.summary = Summary(walker.items, frozenset(walker.counters))
+    return cast(Summary, unit.summary)
+
+
+class Collector:
+    """Events, loops, ifs, withs and assignments with their ancestors, for the loops of ``unit``.
+
+    A call to a project function that itself trains (``self.train_step(batch)``, a helper of
+    another module) is followed into that function's summary, to any depth and never into a
+    function already being followed: its events join the caller's, at the call site, each
+    still pointing at its own unit for positions and loss tracing.
     """
 
     def __init__(self, unit: UnitModel, resolve: Resolver | None = None) -> None:
-        self.unit = unit  # the unit being walked (a followed helper's, during the detour)
+        self.unit = unit
         self.home = unit  # the unit whose loops are being built
         self.resolver = resolve
-        self._chain: list[UnitModel] = [unit]
         self.events: list[Event] = []
         self.loops: list[Site[cst.For | cst.While]] = []
         self.ifs: list[Site[cst.If]] = []
         self.withs: list[Site[cst.With]] = []
         self.counters: set[str] = set()
         self.callees: list[tuple[str, tuple[cst.CSTNode, ...]]] = []
+        self._budget = _MAX_ITEMS
+        self._splice(unit, (), [unit], ())
+
+    def _splice(self, unit: UnitModel, prefix: tuple[cst.CSTNode, ...], chain: list[UnitModel],
+                entries: tuple[tuple[cst.Call, UnitModel], ...]) -> None:
+        """Add ``unit``'s summary under the ancestors ``prefix`` (its call site's), following
+        its calls into the helpers they reach; ``entries`` are the followed calls that lead to
+        ``unit`` (each with the unit making it), outermost first."""
+        found = summary(unit)
+        self.counters |= found.counters
+        self._budget -= len(found.items)
+        for item in found.items:
+            ancestors = prefix + item.ancestors if prefix else item.ancestors
+            kind = item.item
+            if kind is Item.EVENT:
+                assert item.record is not None and item.statement is not None
+                self.events.append(Event(item.record, item.node, item.statement, unit, ancestors=ancestors,
+                                         callers=entries))
+            elif kind is Item.CALLEE:
+                self.callees.append((item.name, ancestors))
+            elif kind is Item.CALL:
+                callee = self.resolver(cast(cst.Call, item.node), unit) if self.resolver is not None else None
+                if callee is not None and self._budget > 0 and all(callee is not u for u in chain):
+                    self._splice(callee, (*ancestors, item.node), [*chain, callee],
+                                 (*entries, (cast(cst.Call, item.node), unit)))
+            elif kind is Item.LOOP:
+                self.loops.append(Site(cast("cst.For | cst.While", item.node), ancestors, unit))
+            elif kind is Item.IF:
+                self.ifs.append(Site(cast(cst.If, item.node), ancestors, unit))
+            else:
+                self.withs.append(Site(cast(cst.With, item.node), ancestors, unit))
+
+
+class _Walker(cst.CSTVisitor):
+    """One walk of one unit's own tree (nested functions and classes are other units)."""
+
+    def __init__(self, unit: UnitModel) -> None:
+        self.unit = unit
+        self.items: list[SummaryItem] = []
+        self.counters: set[str] = set()
         self._stack: list[cst.CSTNode] = []
         self._statement: cst.CSTNode | None = None
-        self._entries: list[tuple[cst.Call, UnitModel]] = []  # each followed call and the unit making it
 
     def on_visit(self, node: cst.CSTNode) -> bool:
         if isinstance(node, _SCOPES_SKIPPED) and node is not self.unit.root:
@@ -65,14 +150,13 @@ class Collector(cst.CSTVisitor):
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             self._statement = node
         if isinstance(node, LOOPS):
-            self.loops.append(Site(node, tuple(self._stack), self.unit))
+            self.items.append(SummaryItem(Item.LOOP, node, tuple(self._stack)))
         elif isinstance(node, cst.If):
-            self.ifs.append(Site(node, tuple(self._stack), self.unit))
+            self.items.append(SummaryItem(Item.IF, node, tuple(self._stack)))
         elif isinstance(node, cst.With):
-            self.withs.append(Site(node, tuple(self._stack), self.unit))
+            self.items.append(SummaryItem(Item.WITH, node, tuple(self._stack)))
         elif isinstance(node, cst.Call):
             self._call(node)
-            self._record_callee(node)
         elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             self._assignment(node)
         self._stack.append(node)
@@ -84,35 +168,19 @@ class Collector(cst.CSTVisitor):
 
     def _add(self, record: RoleRecord, node: cst.CSTNode) -> None:
         statement = node if isinstance(node, cst.BaseCompoundStatement) else self._statement or node
-        self.events.append(Event(record, node, statement, self.unit, ancestors=tuple(self._stack),
-                                 callers=tuple(self._entries)))
+        self.items.append(SummaryItem(Item.EVENT, node, tuple(self._stack), record, statement))
 
     def _call(self, call: cst.Call) -> None:
         found = classify(call, self.unit.facts)
-        if not found:
-            callee = self.resolver(call, self.unit) if self.resolver and len(self._chain) <= _INLINE_DEPTH else None
-            if callee is not None and all(callee is not u for u in self._chain):
-                self._inline(call, callee)
-            return
-        for record in found:
-            self._add(record, call)
-
-    def _inline(self, call: cst.Call, callee: UnitModel) -> None:
-        saved = (self.unit, self._stack, self._statement)
-        self._chain.append(callee)
-        self._entries.append((call, self.unit))
-        self.unit, self._stack = callee, [*self._stack, call]
-        callee.root.visit(self)
-        callee.visited = True
-        self._entries.pop()
-        self._chain.pop()
-        self.unit, self._stack, self._statement = saved
-
-    def _record_callee(self, call: cst.Call) -> None:
-        """The last name of what ``call`` calls, with where it stands."""
+        ancestors = tuple(self._stack)
+        if found:
+            for record in found:
+                self._add(record, call)
+        else:
+            self.items.append(SummaryItem(Item.CALL, call, ancestors))
         callee = dotted(call.func) or ""
         if callee:
-            self.callees.append((callee.rsplit(".", 1)[-1], tuple(self._stack)))
+            self.items.append(SummaryItem(Item.CALLEE, call, ancestors, name=callee.rsplit(".", 1)[-1]))
 
     def _assignment(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
         line = self.unit.span(node).line
@@ -136,9 +204,7 @@ class Collector(cst.CSTVisitor):
                 self._record(name, line, node.value)
 
     def _record(self, name: str, line: int, value: cst.CSTNode) -> None:
-        if not self.unit.visited:
-            self.unit.assignments.setdefault(name, []).append((line, value))
-
+        self.unit.assignments.setdefault(name, []).append((line, value))
 
     def _zeroing_loop(self, target: cst.Attribute) -> cst.For | None:
         """The ``for p in params:`` loop around ``p.grad = None``: the zeroing statement."""

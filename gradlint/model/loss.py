@@ -18,6 +18,7 @@ from weakref import WeakKeyDictionary
 
 import libcst as cst
 
+from gradlint.model.node_memo import per_node
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 from gradlint.names import Kind
@@ -377,6 +378,7 @@ class _Bindings(cst.CSTVisitor):
                 self.found.setdefault(name, []).append((line, part))
 
 
+@per_node
 def scales_gradients(node: cst.CSTNode) -> bool:
     """Whether ``node`` scales the accumulated gradients instead of the loss: ``p.grad /= N``,
     ``p.grad *= 1 / N``, ``p.grad = p.grad / N``, ``p.grad.div_(n)`` (``.data`` too), or a call

@@ -14,6 +14,7 @@ from dataclasses import dataclass
 import libcst as cst
 
 from gradlint.model.events import Event, Role, TrainingLoop
+from gradlint.model.node_memo import per_node
 from gradlint.model.syntax import dotted, first_arg, names_in
 from gradlint.names import Kind
 
@@ -32,8 +33,9 @@ class ScalerConstruction:
     reads_loop_names: bool  # its arguments read a name the repeating loop binds
 
 
+@per_node
 def _ancestry(root: cst.CSTNode) -> list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
-    """Every node under ``root`` with its ancestors (outermost first)."""
+    """Every node under ``root`` with its ancestors (outermost first); read-only, kept per node."""
     found: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = []
     stack: list[cst.CSTNode] = []
 

@@ -42,7 +42,7 @@ class UnitModel:
     line_offset: int
     facts: ModuleFacts
     assignments: dict[str, list[tuple[int, cst.CSTNode]]] = field(default_factory=dict)
-    visited: bool = False  # assignments are recorded on the first walk only
+    summary: object | None = None  # its :class:`gradlint.model.collect.Summary`, once walked
     home: Path | None = None  # the module file of a unit read from another module of the project
     column_shifts: dict[int, int] = field(default_factory=dict)
     """File line -> characters cut from its start for libcst (see :func:`parse_unit`)."""
@@ -98,6 +98,27 @@ def parse_unit(lines: list[str], unit: Unit, facts: ModuleFacts) -> UnitModel:
                      line_offset=offset, facts=facts, column_shifts=shifts)
 
 
+_MODELS: dict[tuple[Path | None, Unit, str], UnitModel] = {}
+_MAX_MODELS = 64
+"""How many unit models are kept across lints, the most recently used last (a re-lint of an
+edited file, in the language server, reuses those of its unchanged units)."""
+
+
+def unit_model(lines: list[str], unit: Unit, facts: ModuleFacts, home: Path | None = None) -> UnitModel:
+    """:func:`parse_unit`, or the model of an earlier lint of the same unit text at the same
+    place, in the same module, with equal facts: with its summary and its assignments, so an
+    unchanged unit is neither parsed nor walked again."""
+    key = (home, unit, "".join(lines[unit.start_line - 1 : unit.end_line]))
+    found = _MODELS.pop(key, None)
+    if found is None or found.facts != facts:
+        found = parse_unit(lines, unit, facts)
+        found.home = home
+    _MODELS[key] = found
+    while len(_MODELS) > _MAX_MODELS:
+        del _MODELS[next(iter(_MODELS))]
+    return found
+
+
 def _form_feed_cut(line: str) -> int:
     """How many leading characters of ``line`` end with its last form feed in the leading
     whitespace (0: none)."""
@@ -145,6 +166,7 @@ class UnitLibrary:
         self._parsed: dict[Unit, UnitModel] = {}
         self._by_name: dict[str, list[Unit]] = {}
         self._foreign: dict[tuple[Path, Unit], UnitModel | None] = {}
+        self._resolved: dict[tuple[cst.Call, UnitModel], UnitModel | None] = {}
         for unit in units:
             self._by_name.setdefault(unit.name, []).append(unit)
 
@@ -154,8 +176,8 @@ class UnitLibrary:
             facts = self._facts
             if self._project is not None and self._path is not None:
                 facts = self._project.unit_facts(self._path, unit, facts)
-            model = self._parsed[unit] = parse_unit(self._lines, unit, facts)
-            if unit.class_name is not None:
+            model = self._parsed[unit] = unit_model(self._lines, unit, facts)
+            if unit.class_name is not None:  # a model kept from an earlier lint gets this lint's methods
                 model.siblings = lambda: self._methods_beside(unit)
         return self._parsed[unit]
 
@@ -174,7 +196,14 @@ class UnitLibrary:
     def resolve(self, call: cst.Call, caller: UnitModel) -> UnitModel | None:
         """The training function ``call`` reaches: ``train_step(...)`` (exactly one module-level
         function of that name) or ``self.train_step(...)`` (a method of the caller's class),
-        else, through the project, a function, method or base-class method of a project module."""
+        else, through the project, a function, method or base-class method of a project module.
+        Each call is resolved once per lint, however many loops reach it."""
+        key = (call, caller)
+        if key not in self._resolved:
+            self._resolved[key] = self._resolve(call, caller)
+        return self._resolved[key]
+
+    def _resolve(self, call: cst.Call, caller: UnitModel) -> UnitModel | None:
         func = call.func
         if isinstance(func, cst.Name):
             name, method = func.value, False
@@ -228,9 +257,7 @@ class UnitLibrary:
         assert self._project is not None
         facts = self._project.unit_facts(module.path, unit, module.screened.facts)
         try:
-            model = parse_unit(module.lines, unit, facts)
+            return unit_model(module.lines, unit, facts, module.path)
         except (cst.ParserSyntaxError, RecursionError):
             return None
-        model.home = module.path
-        return model
 

@@ -14,6 +14,8 @@ import ast
 import re
 from dataclasses import dataclass
 
+from gradlint.project.symbols import statements
+
 COUNT_NAME = "num_items_in_batch"
 _MASK_WORDS = ("mask",)
 _EVAL_WORDS = ("eval", "valid", "test", "metric", "predict", "infer", "score", "accuracy")
@@ -33,7 +35,7 @@ class UnguardedDivision:
 def unguarded_divisions(tree: ast.Module) -> list[UnguardedDivision]:
     """Every unguarded division of a training loss by a valid-target count in ``tree``."""
     found: list[UnguardedDivision] = []
-    for func in ast.walk(tree):
+    for func in statements(tree.body):  # functions are statements: expressions are not walked
         if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and _training(func):
             found.extend(_in_function(func))
     return found

@@ -38,7 +38,7 @@ class ProjectContext:
         self.path = path.absolute()
         self.index = index if index is not None else ProjectIndex()
         self.index.use_text(self.path, text, tree)
-        self.used: dict[Path, str] = {}  # the other modules this lint read, with their digests
+        self.used: dict[Path, str | None] = {}  # other modules read: digest (None: looked for, absent)
         self.index.record_reads(self.used, self.path)
         self.kinds = KindReader(self.index)
         self.extra_names = extra_names
@@ -72,14 +72,16 @@ class ProjectContext:
         method = cls.methods.get(unit.name)
         return (method, cls) if method is not None and _covers(unit, method) else (None, cls)
 
-    def reaching_names(self) -> frozenset[str]:
+    def reaching_names(self, wanted: frozenset[str] | None = None) -> frozenset[str]:
         """Names through which a unit of the linted module may call a training function of
         another project module: names it imports that stand for one (or for a class or module
-        holding one), and training methods its classes inherit from project bases."""
+        holding one), and training methods its classes inherit from project bases; of
+        ``wanted`` only, when given (the other imported modules are not read)."""
         symbols = self.index.symbols(self.path)
         if symbols is None:
             return frozenset()
-        names = {name for name, target in symbols.imports.items() if self._trains(target)}
+        names = {name for name, target in symbols.imports.items()
+                 if (wanted is None or name in wanted) and self._trains(target)}
         for cls in symbols.classes.values():
             for base in self.kinds.project_bases(cls):
                 names |= self._training_methods(base, set())
@@ -141,8 +143,11 @@ class ProjectContext:
         return self._foreign[path]
 
     def _screen(self, path: Path, text: str) -> ForeignModule | None:
+        tree = self.index.tree(path)  # parsed once for the module's symbols and its screen
+        if tree is None:
+            return None
         try:
-            screened = screen(text, self.extra_names)
+            screened = screen(text, self.extra_names, tree=tree)
         except (SyntaxError, RecursionError, MemoryError):
             return None
         return ForeignModule(path, python_lines(text), screened)

@@ -22,8 +22,9 @@ T = TypeVar("T")
 K = TypeVar("K")
 V = TypeVar("V")
 
-_MAX_MODULES = 256
-"""How many modules' trees (and screens) an index keeps, the most recently used first."""
+_MAX_MODULES = 64
+"""How many modules' trees (and screens) an index keeps, the most recently used first: a worker
+auditing a large package holds about 130-180 MiB with 32-64 (about 450 MiB with 256), no slower."""
 
 _MAX_HOPS = 32
 """How many modules, re-exports and bases one look-up may pass through (a cycle ends there)."""
@@ -56,7 +57,8 @@ class ProjectIndex:
         self._texts = {path.absolute(): (text, text_digest(text)) for path, text in (texts or {}).items()}
         self._by_digest: dict[tuple[Path, str], tuple[ast.Module, ModuleSymbols] | None] = {}
         self._disk: dict[Path, tuple[tuple[int, int], tuple[str, str] | None]] = {}
-        self._log: dict[Path, str] | None = None
+        self._log: dict[Path, str | None] | None = None
+        self._checked: set[tuple[Path, str]] = set()  # symbols whose absent files were checked this lint
         self._derived: dict[tuple[object, Path, str], object] = {}
         self._linted: Path | None = None
 
@@ -73,9 +75,14 @@ class ProjectIndex:
         """Read the module at ``path`` from disk again (its editor buffer was closed)."""
         self._texts.pop(path.absolute(), None)
 
-    def record_reads(self, log: dict[Path, str] | None, linted: Path | None = None) -> None:
-        """From now on note in ``log`` every module read (path: digest) but ``linted``."""
+    def record_reads(self, log: dict[Path, str | None] | None, linted: Path | None = None) -> None:
+        """From now on note in ``log`` every module read (path: digest) but ``linted``, and
+        every module file an import of a module whose symbols were read looked for and did not
+        find (path: None). A new log starts a new lint: symbols kept from an earlier one are
+        read again if a file their imports did not find exists now."""
         self._log, self._linted = log, linted.absolute() if linted is not None else None
+        if log is not None:
+            self._checked.clear()
 
     def text(self, path: Path) -> str | None:
         """The module's text (an editor's buffer first), None when it cannot be read or decoded.
@@ -126,7 +133,8 @@ class ProjectIndex:
         if self._log is not None and path != self._linted:
             self._log[path] = read[1]
         text, key = read[0], (path, read[1])
-        if key in self._by_digest:
+        fresh = key not in self._checked
+        if key in self._by_digest and not (fresh and self._appeared(self._by_digest[key])):
             found = self._by_digest.pop(key)  # kept as the most recently used
         else:
             try:
@@ -136,7 +144,17 @@ class ProjectIndex:
             else:
                 found = tree, read_symbols(tree, path, project_root(path))
         _keep(self._by_digest, key, found)
+        if fresh:
+            self._checked.add(key)
+            if self._log is not None and found is not None:
+                for absent in found[1].absent:
+                    self._log.setdefault(absent, None)
         return found
+
+    @staticmethod
+    def _appeared(found: tuple[ast.Module, ModuleSymbols] | None) -> bool:
+        """Whether a module file that the imports of ``found`` looked for exists now."""
+        return found is not None and any(p.is_file() for p in found[1].absent)
 
     def derived(self, path: Path, kind: Hashable, make: Callable[[Path, str], T]) -> T | None:
         """``make(path, text)`` for the module's current text, computed once per content digest

@@ -19,7 +19,7 @@ from pathlib import Path
 
 from gradlint.names import Kind, constructor_kind, dotted_name, kind_by_name
 from gradlint.project.index import ProjectIndex
-from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols
+from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols, statements
 
 _MAX_DEPTH = 8
 """How many project calls deep a returned object's kind is traced."""
@@ -193,11 +193,15 @@ class KindReader:
 
     def node(self, definition: Definition) -> ast.FunctionDef | ast.AsyncFunctionDef | None:
         """The ``ast`` node of ``definition``, None when its module cannot be read."""
-        if definition.path not in self._nodes:
-            tree = self.index.tree(definition.path)
-            self._nodes[definition.path] = {} if tree is None else {
-                node.lineno: node for node in ast.walk(tree) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        if definition.path not in self._nodes:  # kept by the index per content digest
+            found = self.index.derived(definition.path, "function-nodes", self._function_nodes)
+            self._nodes[definition.path] = found or {}
         return self._nodes[definition.path].get(definition.line)
+
+    def _function_nodes(self, path: Path, text: str) -> dict[int, ast.FunctionDef | ast.AsyncFunctionDef]:
+        tree = self.index.tree(path)
+        return {} if tree is None else {
+            node.lineno: node for node in statements(tree.body) if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef))}
 
 
 def local_kinds(reader: KindReader, function: Definition, cls: ClassInfo | None,

@@ -26,20 +26,28 @@ def project_root(path: Path) -> Path:
     return folder
 
 
-def module_file(base: Path, dotted: str) -> Path | None:
-    """The file of module ``dotted`` under ``base``: ``a/b.py`` or ``a/b/__init__.py``."""
+def module_file(base: Path, dotted: str, absent: set[Path] | None = None) -> Path | None:
+    """The file of module ``dotted`` under ``base``: ``a/b.py`` or ``a/b/__init__.py``; the
+    files looked for and not found are added to ``absent`` (one appearing later would change
+    the answer)."""
     if not dotted:
-        return _package_init(base)
+        return _package_init(base, absent)
     target = base.joinpath(*dotted.split("."))
     as_module = target.with_name(target.name + ".py")
     if as_module.is_file():
         return as_module
-    return _package_init(target)
+    if absent is not None:
+        absent.add(as_module)
+    return _package_init(target, absent)
 
 
-def _package_init(folder: Path) -> Path | None:
+def _package_init(folder: Path, absent: set[Path] | None = None) -> Path | None:
     init = folder / "__init__.py"
-    return init if init.is_file() else None
+    if init.is_file():
+        return init
+    if absent is not None:
+        absent.add(init)
+    return None
 
 
 def search_bases(importer: Path, root: Path) -> Iterator[Path]:

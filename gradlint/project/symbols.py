@@ -9,6 +9,7 @@ nothing about calls through it.
 from __future__ import annotations
 
 import ast
+from collections.abc import Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -55,15 +56,16 @@ class ModuleSymbols:
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     external: dict[str, str] = field(default_factory=dict)  # names imported from outside: local -> qualified
     unresolved: set[str] = field(default_factory=set)  # names bound more than one way
+    absent: set[Path] = field(default_factory=set)  # module files its imports looked for and did not find
 
 
 def read_symbols(tree: ast.Module, path: Path, root: Path) -> ModuleSymbols:
     """The symbols of the module at ``path`` (parsed as ``tree``) in the project under ``root``."""
     symbols = ModuleSymbols(path)
     clashes: set[str] = set()
-    for node in ast.walk(tree):
+    for node in statements(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            targets = _import_targets(node, path, root)
+            targets = _import_targets(node, path, root, symbols.absent)
             for local, target in targets:
                 _bind(symbols.imports, local, target, clashes)
             inside = {local for local, _ in targets}
@@ -85,6 +87,23 @@ def read_symbols(tree: ast.Module, path: Path, root: Path) -> ModuleSymbols:
     return symbols
 
 
+def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:
+    """Every statement of ``body`` and of the blocks nested in it (imports are statements:
+    expressions, most of a tree's nodes, are not walked)."""
+    stack = list(reversed(body))
+    while stack:
+        node = stack.pop()
+        yield node
+        blocks: list[list[ast.stmt]] = [getattr(node, name, None) or [] for name in _BLOCKS]
+        blocks += [handler.body for handler in getattr(node, "handlers", None) or []]
+        blocks += [case.body for case in getattr(node, "cases", None) or []]
+        for block in reversed(blocks):
+            stack.extend(reversed(block))
+
+
+_BLOCKS = ("body", "orelse", "finalbody")
+
+
 def _bind(table: dict, name: str, value: object, clashes: set[str]) -> None:
     if name in clashes:
         return
@@ -98,18 +117,20 @@ def _definition(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, pat
     return Definition(path, qualname, node.lineno, node.end_lineno or node.lineno)
 
 
-def _import_targets(node: ast.Import | ast.ImportFrom, path: Path, root: Path) -> list[tuple[str, Target]]:
-    """``(local name, target)`` for each name the statement binds to a module of the project."""
+def _import_targets(node: ast.Import | ast.ImportFrom, path: Path, root: Path,
+                    absent: set[Path]) -> list[tuple[str, Target]]:
+    """``(local name, target)`` for each name the statement binds to a module of the project
+    (the project files looked for and not found are added to ``absent``)."""
     found: list[tuple[str, Target]] = []
     if isinstance(node, ast.Import):
         for alias in node.names:
             if alias.asname:  # `import a.b as m`: m is module a.b
-                located = _locate(alias.name, path, root)
+                located = _locate(alias.name, path, root, absent)
                 if located:
                     found.append((alias.asname, Target(located, "", alias.name)))
             else:  # `import a.b`: a is bound; a.b is reached through it
                 head = alias.name.split(".", 1)[0]
-                located = _locate(head, path, root)
+                located = _locate(head, path, root, absent)
                 if located:
                     found.append((head, Target(located, "", head)))
         return found
@@ -121,12 +142,12 @@ def _import_targets(node: ast.Import | ast.ImportFrom, path: Path, root: Path) -
         local = alias.asname or alias.name
         submodule = f"{module}.{alias.name}" if module else alias.name
         if base is not None:
-            as_module = module_file(base, submodule)
-            owner = module_file(base, module)
+            as_module = module_file(base, submodule, absent)
+            owner = module_file(base, module, absent)
             dotted = "." * node.level + submodule
         else:
-            as_module = _locate(submodule, path, root)
-            owner = _locate(module, path, root) if module else None
+            as_module = _locate(submodule, path, root, absent)
+            owner = _locate(module, path, root, absent) if module else None
             dotted = submodule
         if as_module is not None and within(as_module, root):
             found.append((local, Target(as_module, "", dotted)))
@@ -153,10 +174,13 @@ def _relative_base(path: Path, level: int) -> Path:
     return base
 
 
-def _locate(dotted: str, path: Path, root: Path) -> Path | None:
-    """The project file of absolute module ``dotted`` imported from ``path``, if any."""
+def _locate(dotted: str, path: Path, root: Path, absent: set[Path]) -> Path | None:
+    """The project file of absolute module ``dotted`` imported from ``path``, if any (the
+    project files looked for and not found are added to ``absent``)."""
     for base in search_bases(path, root):
-        found = module_file(base, dotted)
+        missing: set[Path] = set()
+        found = module_file(base, dotted, missing)
+        absent |= {p for p in missing if within(p, root)}
         if found is not None and within(found, root):
             return found
     return None
