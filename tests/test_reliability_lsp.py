@@ -443,3 +443,31 @@ def test_the_thread_budget_leaves_a_block_that_ends_in_time_alone() -> None:
     assert total == 49_995_000
     with pytest.raises(ValueError, match="own error"), thread_budget(5):
         raise ValueError("own error")
+
+
+def test_hints_and_hovers_read_a_document_within_the_size_limit_and_the_cpu_budget(
+        monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """The loop view (inlay hints, hover) reads a document under the same guards as a lint:
+    nothing over the size limit, and a runaway reading is stopped by the budget."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from gradlint.lsp import loop_view
+    from gradlint.lsp import server as module
+
+    served = module.build_server()
+    path = str(tmp_path / "train.py")
+    assert [v.line for v in loop_view.read_loops(LOOP, path, served)]  # the loop is read
+    (tmp_path / "pyproject.toml").write_text("[tool.gradlint]\nmax-file-size = 10\n")
+    served.settings_cache = type(served.settings_cache)()
+    assert loop_view.read_loops(LOOP, path, served) == []  # over the limit: not read
+    (tmp_path / "pyproject.toml").unlink()
+    served.settings_cache = type(served.settings_cache)()
+
+    def spin(*args: object, **kwargs: object) -> list:
+        while True:
+            sum(range(1000))
+
+    monkeypatch.setattr(loop_view, "explain_source", spin)
+    served.timeout = 0.3
+    with ThreadPoolExecutor(1) as pool:
+        assert pool.submit(loop_view.read_loops, LOOP, path, served).result(timeout=WAIT) == []

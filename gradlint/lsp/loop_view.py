@@ -18,6 +18,8 @@ from lsprotocol import types
 from pygls.uris import to_fs_path
 
 from gradlint.explain import CallView, LoopView, explain_source
+from gradlint.budget import AnalysisTimeout
+from gradlint.lsp.guard import over_limit, thread_budget
 from gradlint.lsp.positions import Point, from_client, split_lines, to_client
 from gradlint.lsp.settings_cache import SettingsCache
 from gradlint.prefilter import judge
@@ -27,6 +29,7 @@ class GradlintServer(Protocol):
     """What these features use of :class:`gradlint.lsp.server.GradlintServer`."""
 
     settings_cache: SettingsCache
+    timeout: float  # CPU seconds one reading of a document may take (0: no limit)
 
     @property
     def workspace(self) -> Any: ...
@@ -47,12 +50,17 @@ def label(call: CallView) -> str:
 
 
 def read_loops(text: str, path: str, server: GradlintServer) -> list[LoopView]:
-    """The loops of a document's text as gradlint reads them (none when the text test says
-    it holds no training loop)."""
-    settings = server.settings_cache.resolve(Path(path) if path else None).settings
-    if not judge(text).loop:
+    """The loops of a document's text as gradlint reads them: none when the text test says it
+    holds no training loop, when it is over the size limit, or when reading it runs out of the
+    server's time budget (its diagnostics say why)."""
+    resolved = server.settings_cache.resolve(Path(path) if path else None)
+    if not judge(text).loop or over_limit(text, resolved.max_file_size):
         return []
-    return explain_source(text, path, settings)
+    try:
+        with thread_budget(server.timeout):
+            return explain_source(text, path, resolved.settings)
+    except AnalysisTimeout:
+        return []
 
 
 def inlay_hints(views: list[LoopView], lines: list[str], encoding: str,
