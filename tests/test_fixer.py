@@ -359,7 +359,9 @@ def test_safe_fixes_only(fixture: Fixture) -> None:
 # is not the statement just before it, and nanoGPT's flag, have no unambiguous rewrite.
 NO_FIX_BY_DESIGN = [
     "fixtures/rules/gl101/clip_before_last_micro_batch_gate.py:11 GL101",
+    "fixtures/rules/gl101/clip_helper_every_micro_batch.py:25 GL101",  # the clip is in a helper other callers may share
     "fixtures/rules/gl101/helper_train_step.py:17 GL101",
+    "fixtures/rules/gl101/torch_path_beside_deepspeed.py:23 GL101",  # in the else branch of a path test: moving it would leave the branch
     "fixtures/rules/gl102/step_beside_gate_same_path.py:8 GL102",  # a step under its own condition
     "fixtures/rules/gl103/nonfinite_zero_without_skip.py:10 GL103",  # a guarded zero is never removed
     "fixtures/rules/gl103/zero_before_branch_guards.py:8 GL103",
@@ -368,6 +370,7 @@ NO_FIX_BY_DESIGN = [
     "fixtures/rules/gl104/accelerate_trainer_unprepared.py:21 GL104",
     "fixtures/rules/gl104/accelerate_unprepared_scheduler.py:21 GL104",
     "fixtures/rules/gl106/trainer_built_in_init.py:19 GL106",  # built in __init__: no edit across methods
+    "fixtures/rules/gl303/backward_helper_returns_loss.py:26 GL303",  # a window whose backward is in a helper: the move is not offered yet
     "fixtures/rules/gl306/scaler_reads_epoch.py:8 GL306",  # the constructor reads the epoch
     "fixtures/rules/gl306/train_one_epoch_scaler.py:8 GL306",  # no "before the loop" in a per-epoch function
     "fixtures/rules/gl307/plain_loop_no_update.py:13 GL307",  # a missing update: where it goes is a guess

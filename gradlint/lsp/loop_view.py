@@ -17,8 +17,8 @@ from typing import Any, Protocol
 from lsprotocol import types
 from pygls.uris import to_fs_path
 
-from gradlint.explain import CallView, LoopView, explain_source
 from gradlint.budget import AnalysisTimeout
+from gradlint.explain import CallView, LoopView, explain_source
 from gradlint.lsp.guard import over_limit, thread_budget
 from gradlint.lsp.positions import Point, from_client, split_lines, to_client
 from gradlint.lsp.settings_cache import SettingsCache

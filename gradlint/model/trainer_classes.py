@@ -14,12 +14,25 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import Protocol
 
+from gradlint.project.index import ProjectIndex
+from gradlint.project.kinds import KindReader
 from gradlint.project.symbols import ClassInfo, Definition
 
-if TYPE_CHECKING:  # the project context imports the screen, which reads this module
-    from gradlint.project.context import ProjectContext
+
+class ProjectContext(Protocol):
+    """What this module reads of :class:`gradlint.project.context.ProjectContext` (which it
+    cannot import: the context reads the screen, and the screen reads this module)."""
+
+    @property
+    def path(self) -> Path: ...
+
+    @property
+    def index(self) -> ProjectIndex: ...
+
+    @property
+    def kinds(self) -> KindReader: ...
 
 HF_TRAINER_BASES = frozenset({
     "transformers.Trainer",
