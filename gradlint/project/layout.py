@@ -16,14 +16,19 @@ from pathlib import Path
 ROOT_MARKERS = ("pyproject.toml", "gradlint.toml", ".gradlint.toml", ".git")
 
 
-@lru_cache(maxsize=1024)
 def project_root(path: Path) -> Path:
     """The nearest folder at or above ``path``'s folder that holds a root marker (else that folder)."""
     folder = path.absolute().parent
-    for candidate in (folder, *folder.parents):
-        if any((candidate / marker).exists() for marker in ROOT_MARKERS):
-            return candidate
-    return folder
+    return _marked_root(folder) or folder
+
+
+@lru_cache(maxsize=1024)
+def _marked_root(folder: Path) -> Path | None:
+    """The nearest folder at or above ``folder`` that holds a root marker (None: none does);
+    kept per folder, so the files of one tree share their parents' answers."""
+    if any((folder / marker).exists() for marker in ROOT_MARKERS):
+        return folder
+    return None if folder.parent == folder else _marked_root(folder.parent)
 
 
 def module_file(base: Path, dotted: str, absent: set[Path] | None = None) -> Path | None:
