@@ -27,7 +27,7 @@ from __future__ import annotations
 import ast
 from dataclasses import dataclass
 
-from gradlint.model.trainer_classes import trainer_lineage
+from gradlint.model.trainer_classes import trainer_subclasses
 
 BOUNDARY_OWNED = frozenset({"training_step", "compute_loss"})
 """Methods of a Hugging Face ``Trainer`` subclass (``HF_TRAINER_BASES``) that the Trainer calls
@@ -64,11 +64,9 @@ def boundary_owned_methods(tree: ast.Module) -> frozenset[tuple[str, str]]:
     """``(class, method)`` for each :data:`BOUNDARY_OWNED` method of ``tree`` written in a
     ``Trainer`` subclass (directly or through classes of the module) that keeps the Trainer's
     loop (no :data:`OWN_LOOP` override in its lineage)."""
-    classes = {node.name: node for node in tree.body if isinstance(node, ast.ClassDef)}
     found: set[tuple[str, str]] = set()
-    for cls in classes.values():
-        lineage = trainer_lineage(tree, cls)
-        if lineage is None or any(_methods(c) & OWN_LOOP for c in lineage):
+    for cls, lineage in trainer_subclasses(tree):
+        if any(_methods(c) & OWN_LOOP for c in lineage):
             continue
         found |= {(cls.name, name) for name in _methods(cls) & BOUNDARY_OWNED}
     return frozenset(found)

@@ -76,9 +76,8 @@ def ignored_counts(tree: ast.Module, project: ProjectContext | None = None) -> l
     followed through the module and, with ``project``, through the project's classes."""
     lineage = _Lineage(tree, project)
     found: list[IgnoredCount] = []
-    for cls in lineage.classes.values():
-        chain = lineage.of(cls, lineage.aliases, lineage.path, 8)
-        if chain is None or any(_opts_out(c) or _own_training_step(c) for c in chain):
+    for cls, chain in trainer_subclasses(tree, lineage):
+        if any(_opts_out(c) or _own_training_step(c) for c in chain):
             continue
         for item in cls.body:
             if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == HOOK_WORD \
@@ -99,12 +98,17 @@ def ignored_counts(tree: ast.Module, project: ProjectContext | None = None) -> l
     return found
 
 
-def trainer_lineage(tree: ast.Module, cls: ast.ClassDef, project: ProjectContext | None = None,
-                    depth: int = 8) -> list[ast.ClassDef] | None:
-    """``cls`` (a class of ``tree``) and its ancestors up to a known Trainer base; None when it
-    does not derive from one (or the chain cannot be told)."""
-    lineage = _Lineage(tree, project)
-    return lineage.of(cls, lineage.aliases, lineage.path, depth)
+def trainer_subclasses(tree: ast.Module, lineage: _Lineage | None = None,
+                       ) -> list[tuple[ast.ClassDef, list[ast.ClassDef]]]:
+    """Each class of ``tree`` that derives from a known Trainer base, with its lineage (the
+    class and its ancestors up to that base); ``lineage`` reads bases (default: the module's)."""
+    lineage = lineage or _Lineage(tree, None)
+    found = []
+    for cls in lineage.classes.values():
+        chain = lineage.of(cls, lineage.aliases, lineage.path, 8)
+        if chain is not None:
+            found.append((cls, chain))
+    return found
 
 
 class _Lineage:
