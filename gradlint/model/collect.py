@@ -4,6 +4,7 @@ summaries (each unit walked once per lint, spliced at every call site that reach
 
 from __future__ import annotations
 
+import dataclasses
 import enum
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -60,6 +61,7 @@ class SummaryItem:
     record: RoleRecord | None = None
     statement: cst.CSTNode | None = None
     name: str = ""
+    followable: bool = False  # an event that is a project method's call when one resolves (`amp.backward(loss)`)
 
 
 @dataclass
@@ -117,21 +119,30 @@ class Collector:
             kind = item.item
             if kind is Item.EVENT:
                 assert item.record is not None and item.statement is not None
+                if item.followable and self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries):
+                    continue
                 self.events.append(Event(item.record, item.node, item.statement, unit, ancestors=ancestors,
                                          callers=entries))
             elif kind is Item.CALLEE:
                 self.callees.append((item.name, ancestors))
             elif kind is Item.CALL:
-                callee = self.resolver(cast(cst.Call, item.node), unit) if self.resolver is not None else None
-                if callee is not None and self._budget > 0 and all(callee is not u for u in chain):
-                    self._splice(callee, (*ancestors, item.node), [*chain, callee],
-                                 (*entries, (cast(cst.Call, item.node), unit)))
+                self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries)
             elif kind is Item.LOOP:
                 self.loops.append(Site(cast("cst.For | cst.While", item.node), ancestors, unit))
             elif kind is Item.IF:
                 self.ifs.append(Site(cast(cst.If, item.node), ancestors, unit))
             else:
                 self.withs.append(Site(cast(cst.With, item.node), ancestors, unit))
+
+
+    def _follow(self, call: cst.Call, unit: UnitModel, ancestors: tuple[cst.CSTNode, ...], chain: list[UnitModel],
+                entries: tuple[tuple[cst.Call, UnitModel], ...]) -> bool:
+        """Splice the project training function ``call`` reaches, if any (never one being walked)."""
+        callee = self.resolver(call, unit) if self.resolver is not None else None
+        if callee is None or self._budget <= 0 or any(callee is u for u in chain):
+            return False
+        self._splice(callee, (*ancestors, call), [*chain, callee], (*entries, (call, unit)))
+        return True
 
 
 class _Walker(cst.CSTVisitor):
@@ -176,6 +187,8 @@ class _Walker(cst.CSTVisitor):
         if found:
             for record in found:
                 self._add(record, call)
+            if _backward_method_call(call, found):
+                self.items[-1] = dataclasses.replace(self.items[-1], followable=True)
         else:
             self.items.append(SummaryItem(Item.CALL, call, ancestors))
         callee = dotted(call.func) or ""
@@ -212,6 +225,15 @@ class _Walker(cst.CSTVisitor):
         if isinstance(loop, cst.For) and dotted(loop.target) == dotted(target.value):
             return loop
         return None
+
+
+def _backward_method_call(call: cst.Call, found: tuple[RoleRecord, ...]) -> bool:
+    """``amp.backward(loss)`` / ``self.backward(loss)``: read as a backward, unless it reaches a
+    project method that trains (then that method's own calls are the events)."""
+    func = call.func
+    return (len(found) == 1 and found[0].role is Role.BACKWARD and found[0].framework is None
+            and isinstance(func, cst.Attribute) and found[0].loss is func.value
+            and any(a.keyword is None and not a.star for a in call.args))
 
 
 def _is_grad_reset(target: cst.Attribute, value: cst.BaseExpression | None) -> bool:

@@ -4,7 +4,9 @@ The project of a file is the folder tree under the nearest ``pyproject.toml``, `
 ``.gradlint.toml`` or ``.git`` above it (the spec's "Scope of the analysis"), or the file's own
 folder when there is none. Module names are
 looked up the way Python would find them when the code runs: next to the importing script
-first (its folder is ``sys.path[0]``), then from the project root and its ``src/`` folder.
+first (its folder is ``sys.path[0]``), then from the project root and its ``src/`` folder, then
+from the folder that holds the importer's top-level package (``pkg/a/b.py`` importing ``pkg.c``
+runs with ``pkg`` importable, wherever the package sits in the project).
 """
 
 from __future__ import annotations
@@ -58,10 +60,19 @@ def _package_init(folder: Path, absent: set[Path] | None = None) -> Path | None:
 def search_bases(importer: Path, root: Path) -> Iterator[Path]:
     """The folders an absolute import in ``importer`` is looked up from, in order."""
     seen: set[Path] = set()
-    for base in (importer.absolute().parent, root, root / "src"):
-        if base not in seen and base.is_dir():
+    for base in (importer.absolute().parent, root, root / "src", _package_parent(importer.absolute().parent)):
+        if base not in seen and base.is_dir() and within(base, root):
             seen.add(base)
             yield base
+
+
+@lru_cache(maxsize=1024)
+def _package_parent(folder: Path) -> Path:
+    """The folder above the outermost package (a folder with an ``__init__.py``) that holds
+    ``folder``; ``folder`` itself when it is no package."""
+    while (folder / "__init__.py").is_file() and folder.parent != folder:
+        folder = folder.parent
+    return folder
 
 
 def within(path: Path, root: Path) -> bool:
