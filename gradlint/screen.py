@@ -25,7 +25,7 @@ from gradlint.names import (
     resolve,
 )
 from gradlint.source import parse_python
-from gradlint.sync_facts import sync_facts
+from gradlint.sync_facts import guarded_calls, sync_facts
 
 _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step", "zero_grad", "unscale_"} | CLIP_FUNCTIONS
                             | FRAMEWORK_CLIP_METHODS)
@@ -71,6 +71,7 @@ class ModuleFacts:
     written; None when its assignments name two different optimizers."""
     sync_helpers: set[str] = field(default_factory=set)  # functions that wrap `x.no_sync` (gradlint/sync_facts.py)
     sync_models: set[str] = field(default_factory=set)  # receivers of `x.no_sync`: DDP / FSDP models
+    guarded_callees: set[str] = field(default_factory=set)  # functions and `self` methods called inside a sync guard
 
     def kind_of(self, dotted: str | None) -> Kind | None:
         """The kind of a receiver, from its bindings first, its name second; none for a name
@@ -123,6 +124,7 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit:
         facts.boundary_owned = boundary_owned_methods(tree)
     if "no_sync" in text or "no_backward_sync" in text:
         facts.sync_helpers, facts.sync_models = sync_facts(tree)
+        facts.guarded_callees = guarded_calls(tree, facts.sync_helpers)
     if "DistributedSampler" in text:
         facts.distributed_loaders = _distributed_loaders(facts, collector.assignments, tree)
     return Screen(tree=tree, facts=facts, units=collector.units, other_units=collector.other_units,

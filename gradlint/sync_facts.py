@@ -1,5 +1,6 @@
 """What a module tells about DDP's sync guards, read from its ``ast`` (only when its text
-mentions ``no_sync``): the functions that wrap a guard and the models that have one."""
+mentions ``no_sync``): the functions that wrap a guard, the models that have one and the
+functions called inside one."""
 
 from __future__ import annotations
 
@@ -60,3 +61,38 @@ def _hands_back(function: ast.FunctionDef | ast.AsyncFunctionDef, guard: ast.AST
         if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
             stack.extend(ast.iter_child_nodes(node))
     return False
+
+
+def enters_guard(expr: ast.expr, helpers: set[str]) -> bool:
+    """Whether the ``with`` item ``expr`` enters a sync guard: ``m.no_sync()``, a call holding one
+    (``conditional_context(m.no_sync(), enable=...)``), either arm of an inline choice, or a call
+    of a module function that wraps one (``helpers``)."""
+    for node in ast.walk(expr):
+        if isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+            if name in GUARD_ATTRS or name in helpers:
+                return True
+    return False
+
+
+def guarded_calls(tree: ast.Module, helpers: set[str]) -> set[str]:
+    """Names of the functions and ``self`` methods called by a function of the module that
+    enters a sync guard: the guard may cover the forward of a loss they receive
+    (``with ctx: loss = self.model(x)``, then ``self.run_optimizer(loss)``)."""
+    found: set[str] = set()
+    bound = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and enters_guard(node.value, helpers)
+             for t in node.targets if isinstance(t, ast.Name)}  # `ctx = m.no_sync() if skip else nullcontext()`
+    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        withs = [n for n in ast.walk(function) if isinstance(n, (ast.With, ast.AsyncWith))]
+        if not any(enters_guard(i.context_expr, helpers) or isinstance(i.context_expr, ast.Name) and i.context_expr.id in bound
+                   for w in withs for i in w.items):
+            continue
+        for call in (c for c in ast.walk(function) if isinstance(c, ast.Call)):
+            func = call.func
+            if isinstance(func, ast.Name) and func.id != function.name:
+                found.add(func.id)
+            elif (isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self"
+                  and func.attr != function.name):
+                found.add(func.attr)
+    return found

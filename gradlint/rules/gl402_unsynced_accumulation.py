@@ -15,8 +15,8 @@ class UnsyncedAccumulation(Rule):
     info = CATALOGUE["GL402"]
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
-        if loop.sync_controlled:
-            return
+        if loop.sync_controlled or loop.unit.unit.name in loop.unit.facts.guarded_callees:
+            return  # the loop's function is called inside a sync guard: the caller guards its forward
         if loop.unit.facts.wrapped_models and loop.shape is not Shape.ACCELERATE:
             yield from _prepared_by_hand(loop)
         if Kind.DDP_MODEL not in loop.unit.facts.bindings.values() and not _unused_guard(loop):

@@ -2,7 +2,8 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import ast
+from collections.abc import Iterator, Sequence
 
 import libcst as cst
 
@@ -11,30 +12,40 @@ from gradlint.diagnostics import Span
 from gradlint.fixes import edits
 from gradlint.fixes.layout import layout_of
 from gradlint.fixes.regions import before
+from gradlint.model.backward_helper_guards import late_guards
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.model.sync_guards import is_sync_guard
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
-from gradlint.rules.base import Change, Finding, Invalid, Rule
+from gradlint.project.context import ProjectContext
+from gradlint.rules.base import Change, Finding, Invalid, ModuleRule, span_of
+from gradlint.sync_facts import GUARD_ATTRS
 
 
-class SyncGuardMissesForward(Rule):
+class SyncGuardMissesForward(ModuleRule):
+    """Read per loop (a guard in the loop, or in a helper it calls, after the loss was computed)
+    and per module (a helper that receives the loss and guards only its backward)."""
+
     info = CATALOGUE["GL404"]
+    words = tuple(sorted(GUARD_ATTRS))
+
+    def check_module(self, tree: ast.Module, lines: list[str], loops: Sequence[TrainingLoop] = (),
+                     project: ProjectContext | None = None) -> Iterator[Finding]:
+        in_loops = {backward.unit.span(guard).line for loop in loops
+                    for backward, guard, _ in _late_guards(loop) if backward.unit.home is None}
+        for found in late_guards(tree):
+            if found.guard.lineno in in_loops:
+                continue  # reported with the loop that runs it
+            start, end = span_of(found.guard, lines), span_of(found.guard.items[-1].context_expr, lines)
+            yield Finding(Span(start.line, start.column, end.end_line, end.end_column),
+                          f"this sync guard misses the forward (`{found.parameter}` was computed by the caller); "
+                          "guard the forward too", detail="DDP decides during the forward whether the next backward "
+                          f"all-reduces, so entering no_sync() in {found.function.name}() after the caller's forward "
+                          "still synchronises every micro-batch; enter it around the forward in the caller.")
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
-        if not loop.accumulating:
-            return
-        reported: set[int] = set()
-        for backward in loop.of(Role.BACKWARD):
+        for backward, guard, forward in _late_guards(loop):
             unit = backward.unit
-            scope = loop.root if unit is loop.unit else unit.root
-            guard = guard_of(unit, scope, backward)
-            if guard is None or id(guard) in reported:
-                continue
-            forward = _forward_outside(unit, scope, backward, guard)
-            if forward is None:
-                continue
-            reported.add(id(guard))
             start, end = unit.span(guard), unit.span(guard.items[-1])
             yield Finding(Span(start.line, start.column, end.end_line, end.end_column),
                           f"this sync guard misses the forward (line {unit.span(forward).line}); run the forward "
@@ -42,10 +53,10 @@ class SyncGuardMissesForward(Rule):
                           detail="DDP decides during the forward whether the next backward all-reduces, so with "
                           "the loss computed before the guard every micro-batch still synchronises.")
         for toggle in loop.of(Role.SYNC_TOGGLE):
-            forward = _forward_before_toggle(loop, toggle)
-            if forward is not None:
+            flagged = _forward_before_toggle(loop, toggle)
+            if flagged is not None:
                 yield Finding(toggle.span, "`require_backward_grad_sync` is assigned after the forward (line "
-                              f"{loop.unit.span(forward).line}); set it before the forward",
+                              f"{loop.unit.span(flagged).line}); set it before the forward",
                               detail="DDP reads the flag during the forward pass it should control.")
 
     VALID = (
@@ -73,6 +84,21 @@ def train(model, get_batch, optimizer, num_updates, accum_steps):
             (loss / accum_steps).backward()
         optimizer.step()
         optimizer.zero_grad()
+""",
+        """\
+def backward(model, loss, accum_steps):
+    with model.no_sync():
+        (loss / accum_steps).backward()
+
+
+def window(model, batches, optimizer, accum_steps):
+    for x, y in batches[:-1]:
+        with model.no_sync():
+            backward(model, model(x, y), accum_steps)
+    x, y = batches[-1]
+    (model(x, y) / accum_steps).backward()
+    optimizer.step()
+    optimizer.zero_grad()
 """,
     )
     INVALID = (
@@ -108,7 +134,35 @@ def train(model, get_batch, optimizer, num_updates, accum_steps):
         optimizer.step()
         optimizer.zero_grad()
 """, ((6, "GL404"),)),
+        Invalid("""\
+class Agent:
+    def backward(self, loss):
+        self.pending = (self.pending + 1) % self.update_freq
+        if self.pending != 0:
+            with self.model.no_sync():
+                (loss / self.update_freq).backward()
+            return
+        (loss / self.update_freq).backward()
+""", ((5, "GL404"),)),
     )
+
+
+def _late_guards(loop: TrainingLoop) -> Iterator[tuple[Event, cst.With, cst.CSTNode]]:
+    """Each sync guard around a backward of an accumulating loop (or of a helper it calls) that
+    the loss was computed before, once: the backward, the guard and the forward statement."""
+    if not loop.accumulating:
+        return
+    reported: set[int] = set()
+    for backward in loop.of(Role.BACKWARD):
+        unit = backward.unit
+        scope = loop.root if unit is loop.unit else unit.root
+        guard = guard_of(unit, scope, backward)
+        if guard is None or id(guard) in reported:
+            continue
+        forward = _forward_outside(unit, scope, backward, guard)
+        if forward is not None:
+            reported.add(id(guard))
+            yield backward, guard, forward
 
 
 def guard_of(unit: UnitModel, scope: cst.CSTNode, event: Event) -> cst.With | None:
