@@ -38,8 +38,8 @@ def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_every_project_layout_is_there() -> None:
-    assert NAMES == ["callback_loop", "class_hierarchy", "helper_defects", "hf_trainer_subclass", "loss_contracts",
-                     "nested_package", "runner_hooks", "script_layout", "trainer_package"]
+    assert NAMES == ["callback_loop", "class_hierarchy", "ddp_caller", "helper_defects", "hf_trainer_subclass",
+                     "loss_contracts", "nested_package", "runner_hooks", "script_layout", "trainer_package"]
     assert all(_markers(PROJECTS / name) for name in NAMES)
 
 
@@ -56,6 +56,8 @@ def test_a_project_reports_exactly_its_markers(copies: Path, name: str) -> None:
     ("trainer_package", "trainer/loop.py"),
     ("class_hierarchy", "trainers/classifier.py"),
     ("callback_loop", "loop.py"),
+    ("ddp_caller", "training/loop.py"),
+    ("nested_package", "release/parsing/tagger.py"),
 ])
 def test_a_loop_file_alone_knows_nothing_of_its_helpers(tmp_path: Path, name: str, loop_file: str) -> None:
     """Without the module that steps (or builds the optimizer) the loop has no update: nothing

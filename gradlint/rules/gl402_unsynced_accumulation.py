@@ -2,17 +2,24 @@
 
 from __future__ import annotations
 
-from collections.abc import Iterator
+import ast
+from collections.abc import Iterator, Sequence
 
 from gradlint.catalogue import CATALOGUE
 from gradlint.model.events import Role, Shape, TrainingLoop
 from gradlint.names import Kind
-from gradlint.rules.base import Finding, Invalid, Rule
+from gradlint.project.callers import passed_kinds
+from gradlint.project.context import ProjectContext
+from gradlint.rules.base import Finding, Invalid, ModuleRule
 from gradlint.rules.readers import call_text, per_micro_batch
 
 
-class UnsyncedAccumulation(Rule):
+class UnsyncedAccumulation(ModuleRule):
+    """Read per loop (a model the module shows to be DDP) and per module (a model a visible
+    caller in a sibling module wraps in DDP and passes in)."""
+
     info = CATALOGUE["GL402"]
+    words = ("backward",)
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         if loop.sync_controlled or loop.unit.unit.name in loop.unit.facts.guarded_callees:
@@ -21,12 +28,19 @@ class UnsyncedAccumulation(Rule):
             yield from _prepared_by_hand(loop)
         if Kind.DDP_MODEL not in loop.unit.facts.bindings.values() and not _unused_guard(loop):
             return  # no model known to be DistributedDataParallel
-        for event in per_micro_batch(loop, Role.BACKWARD):
-            if event.no_sync or event.framework in ("accelerate", "fabric", "deepspeed"):
-                continue
-            yield Finding(event.span, "this backward all-reduces on every micro-batch of a DDP window; use "
-                          "`with model.no_sync():`", detail="It runs outside model.no_sync(); run the forward and "
-                          "backward of all but the last micro-batch under `with model.no_sync():`.")
+        yield from _unsynced(loop, own_unit_only=False)
+
+    def check_module(self, tree: ast.Module, lines: list[str], loops: Sequence[TrainingLoop] = (),
+                     project: ProjectContext | None = None) -> Iterator[Finding]:
+        if project is None:
+            return
+        for loop in loops:
+            unit = loop.unit
+            if (loop.sync_controlled or unit.unit.class_name is not None or unit.unit.name in unit.facts.guarded_callees
+                    or Kind.DDP_MODEL in unit.facts.bindings.values() or _unused_guard(loop)):
+                continue  # a method, a guarded or a visibly DDP loop: read per loop
+            if _ddp_passed_in(loop, tree, project):
+                yield from _unsynced(loop, own_unit_only=True)
 
     VALID = (
         """\
@@ -82,6 +96,38 @@ def train(model, get_batch, optimizer, accelerator, num_updates, accum_steps):
         optimizer.zero_grad()
 """, ((5, "GL402"),)),
     )
+
+
+def _unsynced(loop: TrainingLoop, own_unit_only: bool) -> Iterator[Finding]:
+    """The loop's micro-batch backwards outside every sync guard (only those written in the
+    loop's own function, when ``own_unit_only``: a helper's backward is then not reported)."""
+    for event in per_micro_batch(loop, Role.BACKWARD):
+        if event.no_sync or event.framework in ("accelerate", "fabric", "deepspeed"):
+            continue
+        if own_unit_only and event.unit is not loop.unit:
+            continue
+        yield Finding(event.span, "this backward all-reduces on every micro-batch of a DDP window; use "
+                      "`with model.no_sync():`", detail="It runs outside model.no_sync(); run the forward and "
+                      "backward of all but the last micro-batch under `with model.no_sync():`.")
+
+
+def _ddp_passed_in(loop: TrainingLoop, tree: ast.Module, project: ProjectContext) -> bool:
+    """A parameter of the loop's module function that the loop calls (its forward) and that a
+    caller in a sibling module passes a DistributedDataParallel model (``train_one_epoch(model,
+    ...)`` after ``model = DDP(model)`` in ``main``)."""
+    name, line = loop.unit.unit.name, loop.unit.unit.start_line
+    function = next((n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))
+                     and n.name == name and n.lineno <= line <= (n.end_lineno or n.lineno)), None)
+    if function is None:
+        return False
+    arguments = function.args
+    parameters = [a.arg for a in (*arguments.posonlyargs, *arguments.args)] + [a.arg for a in arguments.kwonlyargs]
+    text = loop.unit.text_of(loop.root)
+    called = [p for p in parameters if f"{p}(" in text]
+    if not called:
+        return False
+    kinds = passed_kinds(project, project.path, name, parameters)
+    return any(Kind.DDP_MODEL in kinds.get(p, set()) for p in called)
 
 
 def _unused_guard(loop: TrainingLoop) -> bool:
