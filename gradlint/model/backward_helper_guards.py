@@ -147,11 +147,10 @@ def _backpropagated(guard: ast.With | ast.AsyncWith, derived: dict[str, str]) ->
         for node in ast.walk(statement):
             if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in _BACKWARDS):
                 continue
-            for operand in (node.func.value, *node.args[:1]):
-                name = _received(operand, derived)
-                if name is not None:
-                    yield name
-                    break
+            operand = node.args[0] if node.args else node.func.value  # `optimizer.backward(loss)`, `loss.backward()`
+            name = _received(operand, derived)
+            if name is not None:
+                yield name
 
 
 def _received(operand: ast.expr, derived: dict[str, str]) -> str | None:
