@@ -185,6 +185,7 @@ class Gate:
     zero_based: bool = False  # the counter is 0 on the first micro-batch of the epoch
     restarts_each_epoch: bool = False  # the loop's own enumerate index, or a `count == N` window
     epoch_length: cst.BaseExpression | None = None  # `len(loader)` in `... or i + 1 == len(loader)`
+    engine_window: bool = False  # an engine owns the window: the gated calls decide nothing (gate_search.py)
 
 
 @dataclass(eq=False)

@@ -8,7 +8,7 @@ import libcst as cst
 from gradlint.model.collect import Collector, Site
 from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role, TrainingLoop
 from gradlint.model.gate_tests import GateTest, Lookup, read_gate, read_last_micro_batch
-from gradlint.model.syntax import dotted
+from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 
 _ZERO_BASED_PARAMS = frozenset({"batch_idx", "batch_nb", "batch_index", "batch_num", "idx"})
@@ -249,6 +249,19 @@ def _child_of(block: cst.CSTNode | None, chain: tuple[cst.CSTNode, ...], last: c
     return chain[index + 1] if index + 1 < len(chain) else last
 
 
+def engine_window(unit: UnitModel, gate: Gate) -> bool:
+    """Whether an engine owns the window the gate seems to count, so the gated calls decide
+    nothing: N is read from a DeepSpeed configuration (Accelerate's
+    ``accelerator.state.deepspeed_plugin.deepspeed_config["gradient_accumulation_steps"]``,
+    N is 1 otherwise), where the prepared optimizer's and scheduler's calls are the engine's
+    no-op wrappers and the engine steps inside ``accelerator.backward``. Such a gate neither
+    drops a tail nor shifts a window. (A DeepSpeed engine stepped by hand under a gate is
+    GL406's.)"""
+    bound = gate.modulus if gate.modulus is not None else gate.count_bound
+    names = names_in(bound) if bound is not None else set()
+    return any("deepspeed" in unit.text_of(value).lower() for name in names for value in unit.bound_values(name))
+
+
 def zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Event]) -> bool:
     """Whether the gate's counter reads 0 on the first micro-batch: an ``enumerate`` index
     without ``start``, a ``range`` variable, Lightning's ``batch_idx``, or a counter that is
@@ -265,6 +278,46 @@ def zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Even
     increments = [e for e in events if e.role is Role.COUNTER and e.receiver == counter]
     gated = [e.order for e in events if e.inside(gate.node)]
     return bool(increments and gated) and all(e.order > min(gated) for e in increments)
+
+
+def restarts_each_epoch(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether the gate's window count starts afresh with each pass over the data: a ``count ==
+    N`` window, the loop's own enumerate index or a name the loop sets from it (``self.batch_index
+    = b_idx``), or a counter set back to 0 once per epoch outside the loop (in the epoch loop
+    around it, or in a function that runs one epoch per call: ``self.step = 0`` after the loop)."""
+    counter = gate.counter
+    if gate.count_bound is not None:
+        return True
+    if counter is None:
+        return False
+    span = unit.span(root)
+    index = loop_index(unit, root, any_start=True) if isinstance(root, cst.For) else None
+    if index is not None and counter == index:
+        return True
+    inside, outside = [], []
+    for line, value in unit.assignments.get(counter, []):
+        (inside if span.line <= line <= span.end_line else outside).append(value)
+    if index is not None and any(dotted(v) == index for v in inside):
+        return True
+    resets = [unit.span(v).line for v in outside if isinstance(v, cst.Integer) and v.evaluated_value == 0]
+    if not resets:
+        return False
+    epochs = _loops_around(unit, root, events)
+    if any(loop.line <= line <= loop.end_line for loop in epochs for line in resets):
+        return True
+    own = unit.unit
+    epoch_function = "epoch" in own.name.lower() or (own.class_name, own.name) in unit.facts.per_epoch_units
+    return epoch_function and root is not unit.root and not epochs
+
+
+def _loops_around(unit: UnitModel, root: cst.CSTNode, events: list[Event]) -> list:
+    """The spans of the loops of ``unit`` around ``root``."""
+    for event in events:
+        chain = event.ancestors
+        index = next((i for i, node in enumerate(chain) if node is root), None)
+        if index is not None:
+            return [unit.span(a) for a in chain[:index] if isinstance(a, (cst.For, cst.While)) and a in unit.positions]
+    return []
 
 
 def loop_index(unit: UnitModel, loop: cst.For, any_start: bool = False) -> str | None:

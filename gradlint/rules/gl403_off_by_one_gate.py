@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
-
 from gradlint.catalogue import CATALOGUE
 from gradlint.model.events import TrainingLoop
-from gradlint.model.syntax import names_in
 from gradlint.rules.base import Finding, Invalid, Rule
 
 
@@ -19,7 +16,7 @@ class OffByOneGate(Rule):
         gate = loop.primary_gate
         if gate is None or gate.modulus is None or not gate.zero_based or not loop.accumulating:
             return
-        if _window_from_deepspeed(loop, gate.modulus):
+        if gate.engine_window:
             return
         counter = gate.counter
         yield Finding(gate.span, f"`{counter} % N == 0` shifts every window by one micro-batch; test "
@@ -65,11 +62,3 @@ def train(model, loader, optimizer, accum_steps):
 """, ((4, "GL403"),)),
     )
 
-
-def _window_from_deepspeed(loop: TrainingLoop, modulus: cst.BaseExpression) -> bool:
-    """N read from a DeepSpeed configuration (Accelerate's
-    ``accelerator.state.deepspeed_plugin.deepspeed_config["gradient_accumulation_steps"]``): the
-    engine owns the window, and the prepared optimizer's calls under the gate do nothing."""
-    unit = loop.unit
-    return any("deepspeed" in unit.text_of(value).lower()
-               for name in names_in(modulus) for value in unit.bound_values(name))
