@@ -8,8 +8,16 @@ import libcst as cst
 from gradlint.model.cadence import cadence_names
 from gradlint.model.collect import Collector, Resolver
 from gradlint.model.events import Event, Gate, Place, Role, Shape, TrainingLoop
-from gradlint.model.gate_search import (after_guard, engine_window, epoch_length, find_gates, iterable_of,
-                                       restarts_each_epoch, zero_based)
+from gradlint.model.gate_search import (
+    after_guard,
+    engine_window,
+    epoch_length,
+    find_gates,
+    iterable_of,
+    one_based,
+    restarts_each_epoch,
+    zero_based,
+)
 from gradlint.model.gate_tests import is_final_condition, read_gate
 from gradlint.model.scopes import find_scopes
 from gradlint.model.sync_guards import guards_iterations, is_sync_guard
@@ -66,6 +74,7 @@ def _place(
     for gate in gates:
         gate.final_branch = gate.final_branch or _flushed_after(collector, root, gate)
         gate.zero_based = zero_based(unit, gate, root, events)
+        gate.one_based = gate.offset_one and one_based(unit, gate, root, events)
         gate.epoch_length = epoch_length(unit, gate, root)
         gate.engine_window = engine_window(unit, gate)
         gate.restarts_each_epoch = restarts_each_epoch(unit, gate, root, events)

@@ -28,7 +28,7 @@ def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], acc
             test = _last_micro_batch(owner, site, micro or [])
         if test is None:
             continue
-        gate = _gate(owner, node, ancestors, test)
+        gate = _gate(owner, node, ancestors, test, root)
         if gate is not None and _qualifies(gate, events, accelerate, test) and not _reset_every_pass(root, gate, events):
             gates.append(gate)
     return gates + _within_gates(collector, root, gates)
@@ -105,7 +105,8 @@ def _one_gate(unit: UnitModel, name: str, counters: set[str]) -> cst.BaseExpress
     return next((v for v, r in zip(tests, readings, strict=True) if r is not None and r.final_branch), tests[0])
 
 
-def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], test: GateTest) -> Gate | None:
+def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], test: GateTest,
+          root: cst.CSTNode) -> Gate | None:
     span = unit.span(node)
     head = Gate(node, span, None, counter=test.counter, modulus=test.modulus,
                 count_bound=test.count_bound, offset_one=test.offset_one, final_branch=test.final_branch)
@@ -119,10 +120,32 @@ def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], tes
         return head
     if _ends_with_continue(node.body):
         block = _loop_body(ancestors)
-        head.update_branch = block
-        head.guard = True
-        head.guard_chain = (*ancestors, node)
-        return head
+    elif _ends_with(node.body, cst.Return):
+        block = _function_body(ancestors, root)
+    else:
+        return None
+    if block is None:
+        return None
+    head.update_branch = block
+    head.guard = True
+    head.guard_chain = (*ancestors, node)
+    return head
+
+
+def _function_body(ancestors: tuple[cst.CSTNode, ...], root: cst.CSTNode) -> cst.CSTNode | None:
+    """The body of the per-batch function ``root`` when an ``if <accumulating>: return`` stands
+    in it outside any loop (``if not is_new_epoch and self.forward_count != N: return``): the
+    rest of the function runs once per update. (Not in a helper a loop calls: how often that
+    helper runs per batch is the caller's.)"""
+    for index in range(len(ancestors) - 1, -1, -1):
+        node = ancestors[index]
+        if isinstance(node, (cst.For, cst.While)):
+            return None
+        if isinstance(node, cst.FunctionDef):
+            if node is not root:
+                return None
+            body = ancestors[index + 1] if index + 1 < len(ancestors) else None
+            return body if body is node.body and isinstance(body, cst.IndentedBlock) else None
     return None
 
 
@@ -136,10 +159,14 @@ def _loop_body(ancestors: tuple[cst.CSTNode, ...]) -> cst.CSTNode | None:
 
 
 def _ends_with_continue(block: cst.BaseSuite) -> bool:
+    return _ends_with(block, cst.Continue)
+
+
+def _ends_with(block: cst.BaseSuite, statement: type[cst.BaseSmallStatement]) -> bool:
     body = block.body
     last = body[-1] if body else None
     if isinstance(last, cst.SimpleStatementLine):
-        return isinstance(last.body[-1], cst.Continue)
+        return isinstance(last.body[-1], statement)
     return False
 
 
@@ -318,6 +345,28 @@ def _loops_around(unit: UnitModel, root: cst.CSTNode, events: list[Event]) -> li
         if index is not None:
             return [unit.span(a) for a in chain[:index] if isinstance(a, (cst.For, cst.While)) and a in unit.positions]
     return []
+
+
+def one_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether the gate's counter reads 1 on the first micro-batch: set to 0 outside the loop and
+    incremented (``+= 1``) on every pass before the gate, never after it or inside it."""
+    counter = gate.counter
+    if counter is None:
+        return False
+    increments = [e for e in events if e.role is Role.COUNTER and e.receiver == counter]
+    gated = [e.order for e in events if e.inside(gate.node)]
+    if not increments or not gated or any(e.inside(gate.node) or e.order > min(gated) for e in increments):
+        return False
+    if any(isinstance(a, cst.If) for e in increments for a in e.ancestors[_after(e, root):]):
+        return False  # counted only on some passes
+    span = unit.span(root)
+    return any(isinstance(value, cst.Integer) and value.evaluated_value == 0 and not span.line <= line <= span.end_line
+               for line, value in unit.assignments.get(counter, []))
+
+
+def _after(event: Event, node: cst.CSTNode) -> int:
+    """The index in ``event``'s ancestors just below ``node`` (0 when ``node`` is not one)."""
+    return next((i + 1 for i, a in enumerate(event.ancestors) if a is node), 0)
 
 
 def loop_index(unit: UnitModel, loop: cst.For, any_start: bool = False) -> str | None:
