@@ -4,8 +4,7 @@ The project of a file is the folder tree under the nearest ``pyproject.toml``, `
 ``.gradlint.toml`` or ``.git`` above it (the spec's "Scope of the analysis"), or the file's own
 folder when there is none. Module names are
 looked up the way Python would find them when the code runs: next to the importing script
-first (its folder is ``sys.path[0]``), then from the project root and its ``src/`` folder, then
-from the folder holding the importer's outermost package (a package checked out inside a larger tree).
+first (its folder is ``sys.path[0]``), then from the project root and its ``src/`` folder.
 """
 
 from __future__ import annotations
@@ -57,25 +56,12 @@ def _package_init(folder: Path, absent: set[Path] | None = None) -> Path | None:
 
 
 def search_bases(importer: Path, root: Path) -> Iterator[Path]:
-    """The folders an absolute import in ``importer`` is looked up from, in order (last, the
-    folder holding the package ``importer`` belongs to, inside the project)."""
+    """The folders an absolute import in ``importer`` is looked up from, in order."""
     seen: set[Path] = set()
-    package = _package_base(importer.absolute().parent)
-    for base in (importer.absolute().parent, root, root / "src", package):
-        if base is not None and base not in seen and base.is_dir() and within(base, root):
+    for base in (importer.absolute().parent, root, root / "src"):
+        if base not in seen and base.is_dir():
             seen.add(base)
             yield base
-
-
-def _package_base(folder: Path) -> Path | None:
-    """The folder holding the outermost package around ``folder`` (``lib/`` for
-    ``lib/pkg/sub/``, each with an ``__init__.py``): where Python finds ``pkg`` when the module
-    runs as part of it."""
-    if not (folder / "__init__.py").is_file():
-        return None
-    while (folder.parent / "__init__.py").is_file() and folder.parent != folder:
-        folder = folder.parent
-    return folder.parent
 
 
 def within(path: Path, root: Path) -> bool:
