@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gradlint.diagnostics import Span
 from gradlint.model.collect import Collector, Site
 from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role, TrainingLoop
 from gradlint.model.gate_tests import GateTest, Lookup, read_gate, read_last_micro_batch
@@ -321,7 +322,8 @@ def restarts_each_epoch(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: 
     index = loop_index(unit, root, any_start=True) if isinstance(root, cst.For) else None
     if index is not None and counter == index:
         return True
-    inside, outside = [], []
+    inside: list[cst.CSTNode] = []
+    outside: list[cst.CSTNode] = []
     for line, value in unit.assignments.get(counter, []):
         (inside if span.line <= line <= span.end_line else outside).append(value)
     if index is not None and any(dotted(v) == index for v in inside):
@@ -337,7 +339,7 @@ def restarts_each_epoch(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: 
     return epoch_function and root is not unit.root and not epochs
 
 
-def _loops_around(unit: UnitModel, root: cst.CSTNode, events: list[Event]) -> list:
+def _loops_around(unit: UnitModel, root: cst.CSTNode, events: list[Event]) -> list[Span]:
     """The spans of the loops of ``unit`` around ``root``."""
     for event in events:
         chain = event.ancestors
