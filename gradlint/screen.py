@@ -72,6 +72,8 @@ class ModuleFacts:
     sync_helpers: set[str] = field(default_factory=set)  # functions that wrap `x.no_sync` (gradlint/sync_facts.py)
     sync_models: set[str] = field(default_factory=set)  # receivers of `x.no_sync`: DDP / FSDP models
     guarded_callees: set[str] = field(default_factory=set)  # functions and `self` methods called inside a sync guard
+    per_epoch_units: frozenset[tuple[str | None, str]] = frozenset()
+    """``(class, name)`` of units the project calls from inside an epoch loop (project/epoch_calls.py)."""
 
     def kind_of(self, dotted: str | None) -> Kind | None:
         """The kind of a receiver, from its bindings first, its name second; none for a name

@@ -8,7 +8,16 @@ import libcst as cst
 from gradlint.model.cadence import cadence_names
 from gradlint.model.collect import Collector, Resolver
 from gradlint.model.events import Event, Gate, Place, Role, Shape, TrainingLoop
-from gradlint.model.gate_search import after_guard, epoch_length, find_gates, iterable_of, loop_index, zero_based
+from gradlint.model.gate_search import (
+    after_guard,
+    engine_window,
+    epoch_length,
+    find_gates,
+    iterable_of,
+    one_based,
+    restarts_each_epoch,
+    zero_based,
+)
 from gradlint.model.gate_tests import is_final_condition, read_gate
 from gradlint.model.scopes import find_scopes
 from gradlint.model.sync_guards import guards_iterations, is_sync_guard
@@ -65,10 +74,10 @@ def _place(
     for gate in gates:
         gate.final_branch = gate.final_branch or _flushed_after(collector, root, gate)
         gate.zero_based = zero_based(unit, gate, root, events)
+        gate.one_based = gate.offset_one and one_based(unit, gate, root, events)
         gate.epoch_length = epoch_length(unit, gate, root)
-        gate.restarts_each_epoch = gate.count_bound is not None or (
-            isinstance(root, cst.For) and gate.counter is not None and loop_index(unit, root, any_start=True) == gate.counter
-        )
+        gate.engine_window = engine_window(unit, gate)
+        gate.restarts_each_epoch = restarts_each_epoch(unit, gate, root, events)
     gate_nodes = [g.node for g in gates]
     loop = TrainingLoop(root=root, unit=unit, shape=shape, events=events, gates=gates,
                         micro_loops=micro, accumulate_blocks=accumulate,
@@ -246,8 +255,9 @@ def _is_sync_context(unit: UnitModel, with_node: cst.With) -> bool:
 
 def _per_epoch(unit: UnitModel, root: cst.CSTNode, events: list[Event]) -> bool:
     """Whether the loop is one epoch of several: nested in another loop, or the body of a
-    ``train_one_epoch``-style function."""
-    if "epoch" in unit.unit.name.lower():
+    ``train_one_epoch``-style function or of one the project calls from an epoch loop."""
+    own = unit.unit
+    if "epoch" in own.name.lower() or (root is not unit.root and (own.class_name, own.name) in unit.facts.per_epoch_units):
         return True
     for event in events:
         chain = event.ancestors[: next(i for i, a in enumerate(event.ancestors) if a is root)]
@@ -295,8 +305,16 @@ def _iterates_loader(unit: UnitModel, root: cst.CSTNode) -> bool:
             return False
         source = source.args[0].value
     if isinstance(source, cst.Call):
-        return dotted(source.func) not in _UNBOUNDED
+        return dotted(source.func) not in _UNBOUNDED or _slices_a_dataset(source)
     return True
+
+
+def _slices_a_dataset(source: cst.Call) -> bool:
+    """``range(0, n, batch_size)``: one pass over a data set in minibatch slices (a step other
+    than 1), not a count of steps."""
+    args = [a.value for a in source.args if a.keyword is None and not a.star]
+    return dotted(source.func) == "range" and len(args) == 3 and not (
+        isinstance(args[2], cst.Integer) and args[2].evaluated_value == 1)
 
 
 def _keyword_gated(event: Event, collector: Collector) -> bool:

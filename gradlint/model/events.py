@@ -183,8 +183,10 @@ class Gate:
     offset_one: bool = False  # the test reads `(i + 1) % N` or compares with N - 1
     final_branch: bool = False
     zero_based: bool = False  # the counter is 0 on the first micro-batch of the epoch
+    one_based: bool = False  # `(c + 1) % N` on a counter that is already 1 on the first micro-batch
     restarts_each_epoch: bool = False  # the loop's own enumerate index, or a `count == N` window
     epoch_length: cst.BaseExpression | None = None  # `len(loader)` in `... or i + 1 == len(loader)`
+    engine_window: bool = False  # an engine owns the window: the gated calls decide nothing (gate_search.py)
 
 
 @dataclass(eq=False)

@@ -5,10 +5,11 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gradlint.diagnostics import Span
 from gradlint.model.collect import Collector, Site
 from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role, TrainingLoop
 from gradlint.model.gate_tests import GateTest, Lookup, read_gate, read_last_micro_batch
-from gradlint.model.syntax import dotted
+from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 
 _ZERO_BASED_PARAMS = frozenset({"batch_idx", "batch_nb", "batch_index", "batch_num", "idx"})
@@ -28,7 +29,7 @@ def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], acc
             test = _last_micro_batch(owner, site, micro or [])
         if test is None:
             continue
-        gate = _gate(owner, node, ancestors, test)
+        gate = _gate(owner, node, ancestors, test, root)
         if gate is not None and _qualifies(gate, events, accelerate, test) and not _reset_every_pass(root, gate, events):
             gates.append(gate)
     return gates + _within_gates(collector, root, gates)
@@ -105,7 +106,8 @@ def _one_gate(unit: UnitModel, name: str, counters: set[str]) -> cst.BaseExpress
     return next((v for v, r in zip(tests, readings, strict=True) if r is not None and r.final_branch), tests[0])
 
 
-def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], test: GateTest) -> Gate | None:
+def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], test: GateTest,
+          root: cst.CSTNode) -> Gate | None:
     span = unit.span(node)
     head = Gate(node, span, None, counter=test.counter, modulus=test.modulus,
                 count_bound=test.count_bound, offset_one=test.offset_one, final_branch=test.final_branch)
@@ -119,10 +121,32 @@ def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], tes
         return head
     if _ends_with_continue(node.body):
         block = _loop_body(ancestors)
-        head.update_branch = block
-        head.guard = True
-        head.guard_chain = (*ancestors, node)
-        return head
+    elif _ends_with(node.body, cst.Return):
+        block = _function_body(ancestors, root)
+    else:
+        return None
+    if block is None:
+        return None
+    head.update_branch = block
+    head.guard = True
+    head.guard_chain = (*ancestors, node)
+    return head
+
+
+def _function_body(ancestors: tuple[cst.CSTNode, ...], root: cst.CSTNode) -> cst.CSTNode | None:
+    """The body of the per-batch function ``root`` when an ``if <accumulating>: return`` stands
+    in it outside any loop (``if not is_new_epoch and self.forward_count != N: return``): the
+    rest of the function runs once per update. (Not in a helper a loop calls: how often that
+    helper runs per batch is the caller's.)"""
+    for index in range(len(ancestors) - 1, -1, -1):
+        node = ancestors[index]
+        if isinstance(node, (cst.For, cst.While)):
+            return None
+        if isinstance(node, cst.FunctionDef):
+            if node is not root:
+                return None
+            body = ancestors[index + 1] if index + 1 < len(ancestors) else None
+            return body if body is node.body and isinstance(body, cst.IndentedBlock) else None
     return None
 
 
@@ -136,10 +160,14 @@ def _loop_body(ancestors: tuple[cst.CSTNode, ...]) -> cst.CSTNode | None:
 
 
 def _ends_with_continue(block: cst.BaseSuite) -> bool:
+    return _ends_with(block, cst.Continue)
+
+
+def _ends_with(block: cst.BaseSuite, statement: type[cst.BaseSmallStatement]) -> bool:
     body = block.body
     last = body[-1] if body else None
     if isinstance(last, cst.SimpleStatementLine):
-        return isinstance(last.body[-1], cst.Continue)
+        return isinstance(last.body[-1], statement)
     return False
 
 
@@ -249,6 +277,19 @@ def _child_of(block: cst.CSTNode | None, chain: tuple[cst.CSTNode, ...], last: c
     return chain[index + 1] if index + 1 < len(chain) else last
 
 
+def engine_window(unit: UnitModel, gate: Gate) -> bool:
+    """Whether an engine owns the window the gate seems to count, so the gated calls decide
+    nothing: N is read from a DeepSpeed configuration (Accelerate's
+    ``accelerator.state.deepspeed_plugin.deepspeed_config["gradient_accumulation_steps"]``,
+    N is 1 otherwise), where the prepared optimizer's and scheduler's calls are the engine's
+    no-op wrappers and the engine steps inside ``accelerator.backward``. Such a gate neither
+    drops a tail nor shifts a window. (A DeepSpeed engine stepped by hand under a gate is
+    GL406's.)"""
+    bound = gate.modulus if gate.modulus is not None else gate.count_bound
+    names = names_in(bound) if bound is not None else set()
+    return any("deepspeed" in unit.text_of(value).lower() for name in names for value in unit.bound_values(name))
+
+
 def zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Event]) -> bool:
     """Whether the gate's counter reads 0 on the first micro-batch: an ``enumerate`` index
     without ``start``, a ``range`` variable, Lightning's ``batch_idx``, or a counter that is
@@ -265,6 +306,69 @@ def zero_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Even
     increments = [e for e in events if e.role is Role.COUNTER and e.receiver == counter]
     gated = [e.order for e in events if e.inside(gate.node)]
     return bool(increments and gated) and all(e.order > min(gated) for e in increments)
+
+
+def restarts_each_epoch(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether the gate's window count starts afresh with each pass over the data: a ``count ==
+    N`` window, the loop's own enumerate index or a name the loop sets from it (``self.batch_index
+    = b_idx``), or a counter set back to 0 once per epoch outside the loop (in the epoch loop
+    around it, or in a function that runs one epoch per call: ``self.step = 0`` after the loop)."""
+    counter = gate.counter
+    if gate.count_bound is not None:
+        return True
+    if counter is None:
+        return False
+    span = unit.span(root)
+    index = loop_index(unit, root, any_start=True) if isinstance(root, cst.For) else None
+    if index is not None and counter == index:
+        return True
+    inside: list[cst.CSTNode] = []
+    outside: list[cst.CSTNode] = []
+    for line, value in unit.assignments.get(counter, []):
+        (inside if span.line <= line <= span.end_line else outside).append(value)
+    if index is not None and any(dotted(v) == index for v in inside):
+        return True
+    resets = [unit.span(v).line for v in outside if isinstance(v, cst.Integer) and v.evaluated_value == 0]
+    if not resets:
+        return False
+    epochs = _loops_around(unit, root, events)
+    if any(loop.line <= line <= loop.end_line for loop in epochs for line in resets):
+        return True
+    own = unit.unit
+    epoch_function = "epoch" in own.name.lower() or (own.class_name, own.name) in unit.facts.per_epoch_units
+    return epoch_function and root is not unit.root and not epochs
+
+
+def _loops_around(unit: UnitModel, root: cst.CSTNode, events: list[Event]) -> list[Span]:
+    """The spans of the loops of ``unit`` around ``root``."""
+    for event in events:
+        chain = event.ancestors
+        index = next((i for i, node in enumerate(chain) if node is root), None)
+        if index is not None:
+            return [unit.span(a) for a in chain[:index] if isinstance(a, (cst.For, cst.While)) and a in unit.positions]
+    return []
+
+
+def one_based(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether the gate's counter reads 1 on the first micro-batch: set to 0 outside the loop and
+    incremented (``+= 1``) on every pass before the gate, never after it or inside it."""
+    counter = gate.counter
+    if counter is None:
+        return False
+    increments = [e for e in events if e.role is Role.COUNTER and e.receiver == counter]
+    gated = [e.order for e in events if e.inside(gate.node)]
+    if not increments or not gated or any(e.inside(gate.node) or e.order > min(gated) for e in increments):
+        return False
+    if any(isinstance(a, cst.If) for e in increments for a in e.ancestors[_after(e, root):]):
+        return False  # counted only on some passes
+    span = unit.span(root)
+    return any(isinstance(value, cst.Integer) and value.evaluated_value == 0 and not span.line <= line <= span.end_line
+               for line, value in unit.assignments.get(counter, []))
+
+
+def _after(event: Event, node: cst.CSTNode) -> int:
+    """The index in ``event``'s ancestors just below ``node`` (0 when ``node`` is not one)."""
+    return next((i + 1 for i, a in enumerate(event.ancestors) if a is node), 0)
 
 
 def loop_index(unit: UnitModel, loop: cst.For, any_start: bool = False) -> str | None:

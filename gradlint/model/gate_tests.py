@@ -10,7 +10,8 @@ import libcst as cst
 from gradlint.model.framework_methods import FINAL_CALLS, GATE_CALLS
 from gradlint.model.syntax import dotted, names_in
 
-_FINAL_WORDS = ("len(", "last", "final", "steps_per_epoch", "num_batches", "epoch_end", "max_steps", "total_steps")
+_FINAL_WORDS = ("len(", "last", "final", "steps_per_epoch", "num_batches", "epoch_end", "new_epoch", "max_steps",
+                "total_steps")
 
 
 @dataclass(frozen=True)
@@ -169,7 +170,7 @@ def _read_comparison(expr: cst.Comparison, counters: set[str]) -> GateTest | Non
         return None
     if isinstance(op, (cst.Equal, cst.GreaterThanEqual)):
         return GateTest(True, counter, count_bound=bound)
-    if isinstance(op, cst.LessThan):
+    if isinstance(op, (cst.LessThan, cst.NotEqual)):
         return GateTest(False, counter, count_bound=bound)
     return None
 

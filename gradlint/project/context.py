@@ -14,6 +14,7 @@ import dataclasses
 from pathlib import Path
 
 from gradlint.names import Kind
+from gradlint.project.epoch_calls import EpochCalls, epoch_calls
 from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader, ObjectKinds, local_kinds
 from gradlint.project.symbols import ClassInfo, Definition, Target
@@ -57,7 +58,37 @@ class ProjectContext:
         node = self.kinds.node(definition)
         if node is not None:
             _merge(bindings, unknown, local_kinds(self.kinds, definition, cls, node), "")
-        return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown))
+        per_epoch = facts.per_epoch_units
+        if self._called_per_epoch(path, unit.name, cls):
+            per_epoch = per_epoch | {(unit.class_name, unit.name)}
+        return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown), per_epoch_units=per_epoch)
+
+    def _called_per_epoch(self, path: Path, name: str, cls: ClassInfo | None) -> bool:
+        """Whether the project calls function ``name`` of module ``path`` (or method ``name`` of
+        ``cls``) from inside an epoch loop: of the module, or of a method of the class or of one
+        of its project bases (``self._train(loader)`` in the base's ``train``)."""
+        if cls is None:
+            calls = self._epoch_calls(path)
+            return calls is not None and name in calls.functions
+        seen: set[Path | str] = set()
+        todo = [cls]
+        while todo:
+            current = todo.pop()
+            key = f"{current.definition.path}:{current.definition.qualname}"
+            if key in seen:
+                continue
+            seen.add(key)
+            calls = self._epoch_calls(current.definition.path)
+            if calls is not None and name in calls.methods.get(current.definition.qualname, frozenset()):
+                return True
+            todo.extend(self.kinds.project_bases(current))
+        return False
+
+    def _epoch_calls(self, path: Path) -> EpochCalls | None:
+        def make(found: Path, _text: str) -> EpochCalls | None:
+            tree = self.index.tree(found)
+            return epoch_calls(tree) if tree is not None else None
+        return self.index.derived(path, "epoch-calls", make)
 
     def _definition(self, path: Path, unit: Unit) -> tuple[Definition | None, ClassInfo | None]:
         symbols = self.index.symbols(path)

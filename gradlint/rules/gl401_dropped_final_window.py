@@ -24,6 +24,8 @@ class DroppedFinalWindow(Rule):
             return  # a global counter over a possibly endless iterator: no epoch tail to lose
         if gate.modulus is None and gate.count_bound is None:
             return
+        if gate.engine_window:
+            return  # the engine owns the window; the gated calls do nothing
         yield Finding(gate.span, "this gate drops each epoch's last len(loader) % N micro-batches; also step on "
                       "the last batch", detail="The gate steps only after a full window, so the tail of each epoch "
                       "is dropped (or leaks into the next epoch's first update); also step on the last batch: "

@@ -4,11 +4,8 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
-import libcst as cst
-
 from gradlint.catalogue import CATALOGUE
 from gradlint.model.events import TrainingLoop
-from gradlint.model.syntax import names_in
 from gradlint.rules.base import Finding, Invalid, Rule
 
 
@@ -17,14 +14,17 @@ class OffByOneGate(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         gate = loop.primary_gate
-        if gate is None or gate.modulus is None or not gate.zero_based or not loop.accumulating:
-            return
-        if _window_from_deepspeed(loop, gate.modulus):
+        if gate is None or gate.modulus is None or not loop.accumulating or gate.engine_window:
             return
         counter = gate.counter
-        yield Finding(gate.span, f"`{counter} % N == 0` shifts every window by one micro-batch; test "
-                      f"`({counter} + 1) % N == 0`", detail=f"`{counter}` is 0 on the first micro-batch, so the "
-                      "gate steps after a single micro-batch and every later window is shifted.")
+        if gate.zero_based:
+            yield Finding(gate.span, f"`{counter} % N == 0` shifts every window by one micro-batch; test "
+                          f"`({counter} + 1) % N == 0`", detail=f"`{counter}` is 0 on the first micro-batch, so the "
+                          "gate steps after a single micro-batch and every later window is shifted.")
+        elif gate.one_based:
+            yield Finding(gate.span, f"`({counter} + 1) % N == 0` closes the first window one micro-batch early; "
+                          f"test `{counter} % N == 0`", detail=f"`{counter}` is incremented before the gate, so it "
+                          "is already 1 on the first micro-batch and the first window has N - 1 micro-batches.")
 
     VALID = (
         """\
@@ -53,6 +53,16 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """,
+        """\
+def train(model, loader, optimizer, accum_steps):
+    global_step = 0
+    for x, y in loader:
+        global_step += 1
+        (model(x, y) / accum_steps).backward()
+        if global_step % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
     )
     INVALID = (
         Invalid("""\
@@ -63,13 +73,16 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """, ((4, "GL403"),)),
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps, epochs):
+    global_step = 0
+    for epoch in range(epochs):
+        for x, y in loader:
+            global_step += 1
+            (model(x, y) / accum_steps).backward()
+            if (global_step + 1) % accum_steps == 0:
+                optimizer.step()
+                optimizer.zero_grad()
+""", ((7, "GL403"),)),
     )
 
-
-def _window_from_deepspeed(loop: TrainingLoop, modulus: cst.BaseExpression) -> bool:
-    """N read from a DeepSpeed configuration (Accelerate's
-    ``accelerator.state.deepspeed_plugin.deepspeed_config["gradient_accumulation_steps"]``): the
-    engine owns the window, and the prepared optimizer's calls under the gate do nothing."""
-    unit = loop.unit
-    return any("deepspeed" in unit.text_of(value).lower()
-               for name in names_in(modulus) for value in unit.bound_values(name))
