@@ -34,13 +34,32 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 @dataclass(frozen=True)
-class Checkpoint:
-    """A checkpoint write: the call that makes it (the saver's, or the helper call that passes
-    the state), the text of what it stores, and the dict literal written in the call (if any)."""
+class Stored:
+    """What a checkpoint stores: the text of its content, the dict literal written in the call
+    (if any), and whether the dict was handed to a call that returns it with entries of its own
+    (``state = self.upstream.add_state_to_save(state)``): such a call may add ``self``
+    attributes, never a local object it is not passed."""
 
-    call: ast.Call
     content: str
     literal: ast.Dict | None
+    extended: bool = False
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint write: the call that makes it (the saver's, or the helper call that passes
+    the state) and what it stores."""
+
+    call: ast.Call
+    stored: Stored
+
+    @property
+    def content(self) -> str:
+        return self.stored.content
+
+    @property
+    def literal(self) -> ast.Dict | None:
+        return self.stored.literal
 
 
 @dataclass(frozen=True)
@@ -110,20 +129,22 @@ class _Values:
             for name in _names(target):
                 self.values.setdefault(name, []).append(None)
 
-    def stored(self, expr: ast.expr) -> tuple[str, ast.Dict | None] | None:
-        """The text of the dict ``expr`` evaluates to (and the literal, when written there), or
-        None when it is not a dict the function builds."""
+    def stored(self, expr: ast.expr) -> Stored | None:
+        """What the dict ``expr`` evaluates to holds, or None when it is not a dict the function
+        builds. A name assigned a dict first may be re-assigned calls that are passed it
+        (``state = extend(state)``): the dict extended."""
         if isinstance(expr, ast.Dict):
-            return (self.expand(ast.unparse(expr)), expr) if None not in expr.keys else None
+            return Stored(self.expand(ast.unparse(expr)), expr) if None not in expr.keys else None
         if not isinstance(expr, ast.Name):
             return None
         values = self.values.get(expr.id, [])
         entries = self.entries.get(expr.id, [])
-        if not values or not all(_dict_value(v) for v in values) or None in entries:
+        extended = [v for v in values[1:] if _extends(v, expr.id)]
+        if not values or not all(_dict_value(v) for v in values if v not in extended) or None in entries:
             return None
         parts = [ast.unparse(v) for v in values if v is not None] + [ast.unparse(e) for e in entries if e is not None]
         sole = values[0] if len(values) == 1 and not entries and isinstance(values[0], ast.Dict) else None
-        return self.expand(" ; ".join(parts)), sole
+        return Stored(self.expand(" ; ".join(parts)), sole, bool(extended))
 
     def expand(self, text: str) -> str:
         """``text`` followed by the values of the local names it reads, recursively."""
@@ -140,6 +161,11 @@ class _Values:
             pending = found
         parts.extend(pending)
         return " ; ".join(parts)
+
+
+def _extends(value: ast.expr | None, name: str) -> bool:
+    """``f(..., name, ...)``: a call passed the dict ``name`` (whose result is assigned to it)."""
+    return isinstance(value, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in value.args)
 
 
 def _dict_value(value: ast.expr | None) -> bool:
@@ -203,10 +229,9 @@ def checkpoints(scope: Function | ast.Module, aliases: dict[str, str], helpers: 
         if saved is not None:
             stored = values.stored(saved)
             if stored is not None:
-                found.append(Checkpoint(node, *stored))
+                found.append(Checkpoint(node, stored))
             continue
-        for content, literal in helpers.through(node, values):
-            found.append(Checkpoint(node, content, literal))
+        found.extend(Checkpoint(node, stored) for stored in helpers.through(node, values))
     return found
 
 
@@ -222,8 +247,8 @@ class HelperSaves:
         self.project = project
         self.class_name = class_name
 
-    def through(self, call: ast.Call, values: _Values) -> list[tuple[str, ast.Dict | None]]:
-        """What ``call`` saves through a helper: (content, dict literal passed) per save."""
+    def through(self, call: ast.Call, values: _Values) -> list[Stored]:
+        """What ``call`` saves through a helper, per save."""
         reached = self._helper(call)
         if reached is None:
             return []
@@ -234,7 +259,7 @@ class HelperSaves:
         if arguments is None:
             return []
         inner = _Values(helper)
-        found: list[tuple[str, ast.Dict | None]] = []
+        found: list[Stored] = []
         for node in own_nodes(helper):
             if not isinstance(node, ast.Call):
                 continue
@@ -249,10 +274,10 @@ class HelperSaves:
             own = inner.stored(saved)
             if own is None:
                 continue
-            content = own[0]
+            content = own.content
             for param, argument in arguments.items():
                 content = re.sub(rf"(?<![\w.]){re.escape(param)}(?!\w)", ast.unparse(argument), content)
-            found.append((values.expand(content), None))
+            found.append(Stored(values.expand(content), None, own.extended))
         return found
 
     def _helper(self, call: ast.Call) -> tuple[Function, dict[str, str]] | None:
@@ -317,7 +342,14 @@ def state_dict_reads(scope: Function | ast.Module) -> set[str]:
 
 
 def aliases_in(scope: Function | ast.Module) -> dict[str, str]:
-    """Local names assigned exactly once, to a ``self`` attribute (``optimizer = self.optimizer``)."""
+    """Local names that may hold one ``self`` attribute: every ``self`` attribute the name is
+    assigned is the same one (``optimizer = self.optimizer``, possibly beside other values in
+    other branches, such as an optimizer built for a subset of the variables)."""
     values = _Values(scope).values
-    return {name: text for name, found in values.items() if len(found) == 1 and isinstance(found[0], ast.Attribute)
-            and (text := dotted_name(found[0])) and text.startswith("self.") and text.count(".") == 1}
+    found: dict[str, str] = {}
+    for name, assigned in values.items():
+        attributes = {text for value in assigned if isinstance(value, ast.Attribute)
+                      and (text := dotted_name(value)) and text.startswith("self.") and text.count(".") == 1}
+        if len(attributes) == 1:
+            found[name] = attributes.pop()
+    return found

@@ -67,7 +67,8 @@ class CheckpointMissingState(ModuleRule):
             for checkpoint in checkpoints(scope.node, aliases, helpers):
                 if not any(mentions(checkpoint.content, f"{o}.state_dict") for o in names):
                     continue  # no optimizer state: a weights-only export
-                missing = [(name, what) for name, what in wanted if not mentions(checkpoint.content, name)]
+                missing = [(name, what) for name, what in wanted if not mentions(checkpoint.content, name)
+                           and not (checkpoint.stored.extended and name.startswith("self."))]
                 if missing:
                     listed = " and ".join(f"{name}.state_dict()" for name, _ in missing)
                     yield Finding(span_of(checkpoint.call, lines),
