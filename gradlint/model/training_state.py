@@ -16,7 +16,7 @@ import libcst as cst
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.model.node_memo import per_node
 from gradlint.model.syntax import dotted, first_arg, names_in
-from gradlint.names import Kind
+from gradlint.names import Kind, counts_updates
 
 _SCALER_CLASSES = frozenset({"GradScaler", "ShardedGradScaler"})
 _REPEATS = (cst.For, cst.While)
@@ -199,3 +199,22 @@ def _same_object(loop: TrainingLoop, event: Event, receiver: str) -> bool:
 def _receiver(event: Event) -> str | None:
     node = event.receiver_node
     return dotted(node) if node is not None else None
+
+
+def update_counters(loop: TrainingLoop) -> list[str]:
+    """Counters of optimizer updates that drive the loop's cadence (an LR computed from them, a
+    stop budget, an eval or save condition: ``loop.cadence_names``) and keep counting across
+    epochs, as written: a ``+= 1`` named for updates (``global_step``, ``self.iteration``) in
+    the loop's own unit that no plain assignment inside the outermost loop resets. A resumed run that does not restore one restarts these clocks."""
+    repeats = _loop_ancestors(loop)
+    outer = loop.unit.span(repeats[0]) if repeats else loop.span
+    found: list[str] = []
+    for event in loop.of(Role.COUNTER):
+        name = event.receiver
+        if not name or name in found or name not in loop.cadence_names or not counts_updates(name) \
+                or event.unit is not loop.unit:
+            continue
+        if not any(outer.line <= line <= outer.end_line and not isinstance(value, cst.AugAssign)
+                   for line, value in loop.unit.assignments.get(name, [])):
+            found.append(name)
+    return found
