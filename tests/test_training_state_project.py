@@ -115,3 +115,25 @@ def test_the_correct_forms_are_flagged_once_broken(idiom: str, old: str, new: st
     assert old in source
     broken = source.replace(old, new)
     assert {(d.line, d.code) for d in lint_source(broken, "idiom.py", default_settings())} == expected
+
+
+def test_gl501_reports_a_save_helper_of_another_module_at_its_save(tmp_path: Path) -> None:
+    """A helper of another module that writes the optimizer's state alone is reported at its own
+    save, in its module, without a fix and naming the loop; the helper handed the scheduler is
+    not; the loop's module alone reports nothing of it."""
+    helper = (PROJECT / "sharded_checkpoint.py").read_text(encoding="utf-8")
+    loop = (PROJECT / "sharded_loop.py").read_text(encoding="utf-8")
+    root = _project(tmp_path, {"sharded_checkpoint.py": helper, "sharded_loop.py": loop})
+    with recording_uses() as reads:
+        own = lint_source(loop, str(root / "sharded_loop.py"), default_settings(), project=ProjectIndex())
+    assert own == []
+    assert [(d.path, d.line, d.code, d.fix, d.message) for d in reads.elsewhere] == [
+        (str((root / "sharded_checkpoint.py").absolute()), 10, "GL501", None,
+         "this checkpoint saves the optimizer's state but not scheduler.state_dict() (in the loop at "
+         "sharded_loop.py:8)")]
+    assert (root / "sharded_checkpoint.py").absolute() in reads.uses
+    (tmp_path / "alone").mkdir()
+    alone = _project(tmp_path / "alone", {"sharded_loop.py": loop})
+    with recording_uses() as reads:
+        assert lint_source(loop, str(alone / "sharded_loop.py"), default_settings(), project=ProjectIndex()) == []
+    assert reads.elsewhere == []

@@ -20,17 +20,31 @@ import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from gradlint.names import dotted_name
 from gradlint.project.context import ProjectContext
 from gradlint.project.symbols import Definition
+from gradlint.source import python_lines
 
 _SAVERS = frozenset({"torch.save"})
 _ACCELERATOR_SAVE = re.compile(r"(^|\.)accelerator\.save$")
+_OPTIMIZER_STATE = re.compile(r"optim\w*state_dict$", re.IGNORECASE)
+"""Functions that return an optimizer's state (``FSDP.full_optim_state_dict(model, optimizer)``,
+``get_optimizer_state_dict(model, optimizer)``)."""
 _DEPTH = 4
 """How many local names deep a checkpoint's content is expanded."""
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
+
+
+@dataclass(frozen=True)
+class Site:
+    """A save written in another project module: that module, its saver call and its lines."""
+
+    path: Path
+    call: ast.Call
+    lines: list[str]
 
 
 @dataclass(frozen=True)
@@ -43,6 +57,7 @@ class Stored:
     content: str
     literal: ast.Dict | None
     extended: bool = False
+    site: Site | None = None  # written by a helper of another module, at this save
 
 
 @dataclass(frozen=True)
@@ -252,7 +267,7 @@ class HelperSaves:
         reached = self._helper(call)
         if reached is None:
             return []
-        helper, helper_aliases = reached
+        helper, helper_aliases, home = reached
         if helper.args.vararg is not None or helper.args.kwarg is not None:
             return []
         arguments = _bind_arguments(helper, call)
@@ -271,24 +286,25 @@ class HelperSaves:
                 if stored is not None:
                     found.append(stored)
                 continue
-            own = inner.stored(saved)
+            own = inner.stored(saved) or _optimizer_state(saved, inner)
             if own is None:
                 continue
             content = own.content
             for param, argument in arguments.items():
                 content = re.sub(rf"(?<![\w.]){re.escape(param)}(?!\w)", ast.unparse(argument), content)
-            found.append(Stored(values.expand(content), None, own.extended))
+            site = Site(home[0], node, home[1]) if home is not None else None
+            found.append(Stored(values.expand(content), None, own.extended, site))
         return found
 
-    def _helper(self, call: ast.Call) -> tuple[Function, dict[str, str]] | None:
-        """The function ``call`` reaches, with its module's import aliases: a function of the
-        module, or through the project one of another module (a method of the loop's own class
-        is read as a sibling scope instead)."""
+    def _helper(self, call: ast.Call) -> tuple[Function, dict[str, str], tuple[Path, list[str]] | None] | None:
+        """The function ``call`` reaches, with its module's import aliases and, for another
+        module, that module's path and lines: a function of the module, or through the project
+        one of another module (a method of the loop's own class is read as a sibling scope)."""
         name = dotted_name(call.func)
         if name is None or name.startswith("self."):
             return None
         if name in self.functions:
-            return self.functions[name], self.aliases
+            return self.functions[name], self.aliases, None
         if self.project is None:
             return None
         found = self.project.reach(self.project.path, name, self.class_name)
@@ -296,7 +312,30 @@ class HelperSaves:
             return None
         node = self.project.kinds.node(found)
         tree = self.project.index.tree(found.path)
-        return (node, aliases_of(tree)) if node is not None and tree is not None else None
+        text = self.project.index.text(found.path)
+        if node is None or tree is None or text is None:
+            return None
+        return node, aliases_of(tree), (found.path, python_lines(text))
+
+
+def _optimizer_state(saved: ast.expr, values: _Values) -> Stored | None:
+    """An optimizer's state saved alone: a call of a function that returns it
+    (``FSDP.full_optim_state_dict(model, optimizer)``), written in the save or assigned once to
+    the name it saves."""
+    if isinstance(saved, ast.Name) and len(values.values.get(saved.id, [])) == 1 \
+            and not values.entries.get(saved.id):
+        saved = values.values[saved.id][0] or saved
+    if isinstance(saved, ast.Call) and _OPTIMIZER_STATE.search(dotted_name(saved.func) or ""):
+        return Stored(ast.unparse(saved), None)
+    return None
+
+
+def optimizer_state(content: str, optimizer: str) -> bool:
+    """Whether ``content`` holds ``optimizer``'s state: ``optimizer.state_dict()``, or a call
+    of a function that returns it with ``optimizer`` as an argument."""
+    name = re.escape(optimizer)
+    return re.search(rf"(?<![\w.]){name}\.state_dict(?!\w)", content) is not None or re.search(
+        rf"optim\w*state_dict\((?:[^()]*,\s*)?{name}\s*[,)]", content, re.IGNORECASE) is not None
 
 
 def _bind_arguments(helper: Function, call: ast.Call) -> dict[str, ast.expr] | None:
@@ -339,6 +378,18 @@ def state_dict_reads(scope: Function | ast.Module) -> set[str]:
         elif any(word in callee.rsplit(".", 1)[-1].lower() for word in ("save", "checkpoint")):
             found |= {name for arg in (*node.args, *(k.value for k in node.keywords)) if (name := dotted_name(arg))}
     return found - {""}
+
+
+def dict_values(scope: Function | ast.Module) -> set[str]:
+    """Names the scope stores as a value of a dict it builds (``{"global_step": self.global_step}``,
+    ``state["step"] = step``): a state a method such as ``_get_state_dict()`` returns for a save."""
+    found: set[str] = set()
+    for node in own_nodes(scope):
+        if isinstance(node, ast.Dict):
+            found |= {name for value in node.values if (name := dotted_name(value))}
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) for t in node.targets):
+            found |= {name for name in [dotted_name(node.value)] if name}
+    return found
 
 
 def aliases_in(scope: Function | ast.Module) -> dict[str, str]:

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import ast
 from collections.abc import Iterator, Sequence
+from pathlib import Path
 
 from gradlint.catalogue import CATALOGUE
 from gradlint.diagnostics import Edit, Fix
@@ -15,6 +16,8 @@ from gradlint.model.checkpoints import (
     aliases_in,
     aliases_of,
     checkpoints,
+    dict_values,
+    optimizer_state,
     restores,
     scopes_of,
     state_dict_reads,
@@ -27,12 +30,12 @@ from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 
 class CheckpointMissingState(ModuleRule):
     info = CATALOGUE["GL501"]
-    words = ("state_dict",)
+    words = ("state_dict", "save")  # "save": a helper of another module may write the state
 
     def check_module(self, tree: ast.Module, lines: list[str], loops: Sequence[TrainingLoop] = (),
                      project: ProjectContext | None = None) -> Iterator[Finding]:
         aliases = aliases_of(tree)
-        reported: set[tuple[int, int]] = set()
+        reported: set[tuple[Path | None, int, int]] = set()
         for loop in loops:
             unit = loop.unit.unit
             scopes = scopes_of(tree, unit.name, unit.class_name, unit.start_line, unit.end_line)
@@ -46,20 +49,21 @@ class CheckpointMissingState(ModuleRule):
             if not optimizers or not (state or counters):
                 continue
             helpers = HelperSaves(tree, aliases, project, unit.class_name)
-            apart = set().union(*(state_dict_reads(s.node) for s in scopes))
-            for finding in self._saves(scopes, optimizers, state + counters, apart, aliases, helpers, lines):
-                key = (finding.span.line, finding.span.column)
+            apart = set().union(*(state_dict_reads(s.node) | dict_values(s.node) for s in scopes))
+            for finding in self._saves(scopes, optimizers, state + counters, apart, aliases, helpers, lines,
+                                       loop.span.line):
+                key = (finding.home[0] if finding.home else None, finding.span.line, finding.span.column)
                 if key not in reported:
                     reported.add(key)
                     yield finding
             for finding in _resumes(scopes, optimizers, state, lines):
-                key = (finding.span.line, finding.span.column)
+                key = (finding.home[0] if finding.home else None, finding.span.line, finding.span.column)
                 if key not in reported:
                     reported.add(key)
                     yield finding
 
     def _saves(self, scopes: list[Scope], optimizers: set[str], state: list[tuple[str, str]], apart: set[str],
-               aliases: dict[str, str], helpers: HelperSaves, lines: list[str]) -> Iterator[Finding]:
+               aliases: dict[str, str], helpers: HelperSaves, lines: list[str], loop_line: int) -> Iterator[Finding]:
         """Checkpoints of each scope that hold an optimizer's state but not the stepped state (or
         an update counter: one named anywhere in the save call counts, a step in the file name);
         a state whose ``state_dict()`` the class or function reads anywhere is saved apart."""
@@ -67,19 +71,23 @@ class CheckpointMissingState(ModuleRule):
             names = _visible(scope, optimizers)
             wanted = [(name, what) for name, what in state if _visible(scope, {name}) and name not in apart]
             for checkpoint in checkpoints(scope.node, aliases, helpers):
-                if not any(mentions(checkpoint.content, f"{o}.state_dict") for o in names):
+                if not any(optimizer_state(checkpoint.content, o) for o in names):
                     continue  # no optimizer state: a weights-only export
                 call = ast.unparse(checkpoint.call)
                 missing = [(name, what) for name, what in wanted if not mentions(checkpoint.content, name)
-                           and not (what == "counter" and mentions(call, name))
+                           and not (what == "counter" and _counter_kept(name, checkpoint.content, call))
                            and not (checkpoint.stored.extended and name.startswith("self."))]
-                if missing:
-                    listed = " and ".join(_entry(name, what) for name, what in missing)
-                    yield Finding(span_of(checkpoint.call, lines),
-                                  f"this checkpoint saves the optimizer's state but not {listed}",
-                                  self._add_entries(checkpoint, missing, lines),
-                                  detail=f"The training loop {_uses(missing)}: a resumed run restarts its "
-                                  f"{_restarts(missing)}.")
+                if not missing:
+                    continue
+                message = f"this checkpoint saves the optimizer's state but not " \
+                          f"{' and '.join(_entry(name, what) for name, what in missing)}"
+                detail = f"The training loop {_uses(missing)}: a resumed run restarts its {_restarts(missing)}."
+                site = checkpoint.stored.site
+                if site is not None:  # a helper of another module writes it: reported at its save, no fix
+                    yield Finding(span_of(site.call, site.lines), message, detail=detail, home=(site.path, loop_line))
+                else:
+                    yield Finding(span_of(checkpoint.call, lines), message,
+                                  self._add_entries(checkpoint, missing, lines), detail=detail)
 
     def _add_entries(self, checkpoint: Checkpoint, missing: list[tuple[str, str]], lines: list[str]) -> Fix | None:
         """Append ``"scheduler": scheduler.state_dict()`` entries to the dict literal written in
@@ -182,6 +190,14 @@ def _resumes(scopes: list[Scope], optimizers: set[str], state: list[tuple[str, s
                           detail="The scheduler's warmup and decay restart from their first step.")
 
 
+def _counter_kept(name: str, content: str, call: str) -> bool:
+    """A counter is kept when the save call names it (a step in the file name) or the checkpoint
+    holds the object it is an attribute of (``self.stats.steps`` in ``self.stats.state_dict()``)."""
+    parts = name.split(".")
+    owners = [".".join(parts[:i]) for i in range(1, len(parts))]
+    return mentions(call, name) or any(mentions(content, owner) for owner in owners if owner != "self")
+
+
 def _entry(name: str, what: str) -> str:
     """What the checkpoint should store for ``name``: a counter's value, else its state dict."""
     return name if what == "counter" else f"{name}.state_dict()"
@@ -199,5 +215,5 @@ def _restarts(missing: list[tuple[str, str]]) -> str:
     kinds = {what for _, what in missing}
     parts = (["LR warmup and decay"] if "scheduler" in kinds else []) + (
         ["loss scale"] if "scaler" in kinds else []) + (
-        ["step-counted clocks (an LR, a step budget, eval or save cadence)"] if "counter" in kinds else [])
+        ["step-counted clocks (an LR or scheduler driven by the step, a step budget)"] if "counter" in kinds else [])
     return " and ".join(parts)
