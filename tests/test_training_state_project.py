@@ -137,3 +137,17 @@ def test_gl501_reports_a_save_helper_of_another_module_at_its_save(tmp_path: Pat
     with recording_uses() as reads:
         assert lint_source(loop, str(alone / "sharded_loop.py"), default_settings(), project=ProjectIndex()) == []
     assert reads.elsewhere == []
+
+
+def test_gl206_follows_a_compute_loss_func_of_another_module_into_its_helpers(tmp_path: Path) -> None:
+    """``self.compute_loss_func = partial(f, ...)`` with ``f`` in another module: the unguarded
+    division in the helper ``f`` calls is reported there (no fix), naming the choosing line."""
+    losses = (PROJECT / "kl_losses.py").read_text(encoding="utf-8")
+    trainer = (PROJECT / "kl_trainer.py").read_text(encoding="utf-8")
+    root = _project(tmp_path, {"kl_losses.py": losses, "kl_trainer.py": trainer})
+    with recording_uses() as reads:
+        assert lint_source(trainer, str(root / "kl_trainer.py"), default_settings(), project=ProjectIndex()) == []
+    assert [(d.path, d.line, d.code, d.fix) for d in reads.elsewhere] == [
+        (str((root / "kl_losses.py").absolute()), 9, "GL206", None)]
+    assert reads.elsewhere[0].message.endswith("(in the loop at kl_trainer.py:11)")
+    assert lint_source(losses, str(root / "kl_losses.py"), default_settings(), project=ProjectIndex()) == []
