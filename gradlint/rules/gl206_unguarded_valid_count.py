@@ -19,7 +19,6 @@ from gradlint.model.valid_counts import (
 from gradlint.project.context import ProjectContext
 from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 
-
 _DETAIL = "A micro-batch (or window) whose targets are all ignored gives 0 / 0 and fills every gradient with NaN."
 
 
