@@ -140,12 +140,15 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
                 found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
             else:
                 foreign.setdefault((diagnostic.path, diagnostic.code, diagnostic.span), diagnostic)
+    for diagnostic in _check_module(source, path, settings, scan.loops, scan.tree, project, records):
+        if diagnostic.path == path:
+            found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
+        else:
+            foreign.setdefault((diagnostic.path, diagnostic.code, diagnostic.span), diagnostic)
     if foreign and records:
         elsewhere = _suppressed_elsewhere(list(foreign.values()), settings, project or _PROCESS_INDEX)
         for record in records:
             record.elsewhere = elsewhere
-    for diagnostic in _check_module(source, path, settings, scan.loops, scan.tree, project, records):
-        found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
     diagnostics = sorted(found.values(), key=Diagnostic.sort_key)
     if share and len(diagnostics) > 1:
         diagnostics = share_fixes(diagnostics, source, lambda text: lint_source(
@@ -302,12 +305,16 @@ def _spans_elsewhere(loop: TrainingLoop) -> dict[Span, Path | None]:
 
 def _loop_place(loop: TrainingLoop, path: str) -> str:
     """``trainer/loop.py:13``: the loop's file (from its project's root) and line."""
+    return f"{_shown(path)}:{loop.span.line}"
+
+
+def _shown(path: str) -> str:
+    """The module's file from its project's root (its name outside a project)."""
     own = Path(path).absolute()
     try:
-        shown = own.relative_to(project_root(own)).as_posix()
+        return own.relative_to(project_root(own)).as_posix()
     except ValueError:
-        shown = own.name
-    return f"{shown}:{loop.span.line}"
+        return own.name
 
 
 def _suppressed_elsewhere(diagnostics: list[Diagnostic], settings: Settings, index: ProjectIndex) -> list[Diagnostic]:
@@ -348,6 +355,12 @@ def _check_module(source: str, path: str, settings: Settings, loops: list[Traini
         for rule in rules:
             info = rule.info
             for finding in rule.check_module(tree, python_lines(source), loops, context):
+                if finding.home is not None:  # written in another module (a helper's save): no fix there
+                    home, line = finding.home
+                    found.append(Diagnostic(str(home), finding.span, info.code, info.name, info.severity,
+                                            f"{finding.message} (in the loop at {_shown(path)}:{line})",
+                                            detail=finding.detail))
+                    continue
                 found.append(Diagnostic(path, finding.span, info.code, info.name, info.severity,
                                         finding.message, finding.fix, detail=finding.detail))
     for record in records:

@@ -110,3 +110,19 @@ async def test_editing_a_helper_re_lints_the_open_documents_that_use_it(client: 
     client.text_document_did_save(types.DidSaveTextDocumentParams(types.TextDocumentIdentifier(uri=helpers)))
     await asyncio.sleep(0.5)
     assert client.published[loop][-1] == []
+
+
+async def test_a_module_rules_finding_in_an_open_helper_is_published_under_the_helpers_uri(
+        client: LanguageClient, tmp_path: Path):
+    """GL501 of a save helper in another module (and GL206 of a loss function given to the
+    Trainer from another module) reach the helper's URI while the caller is open."""
+    project = tmp_path / "projects" / "loss_contracts"
+    helper = _open(client, project / "sharded_checkpoint.py")
+    loop = _open(client, project / "sharded_loop.py")
+    assert await _until(client, helper, lambda p: p == [(10, "GL501")]) == [(10, "GL501")]
+    assert await _until(client, loop, lambda p: True) == []
+    losses = _open(client, project / "kl_losses.py")
+    _open(client, project / "kl_trainer.py")
+    assert await _until(client, losses, lambda p: p == [(9, "GL206")]) == [(9, "GL206")]
+    client.text_document_did_close(types.DidCloseTextDocumentParams(types.TextDocumentIdentifier(uri=loop)))
+    assert await _until(client, helper, lambda p: p == []) == []

@@ -115,3 +115,39 @@ def test_the_correct_forms_are_flagged_once_broken(idiom: str, old: str, new: st
     assert old in source
     broken = source.replace(old, new)
     assert {(d.line, d.code) for d in lint_source(broken, "idiom.py", default_settings())} == expected
+
+
+def test_gl501_reports_a_save_helper_of_another_module_at_its_save(tmp_path: Path) -> None:
+    """A helper of another module that writes the optimizer's state alone is reported at its own
+    save, in its module, without a fix and naming the loop; the helper handed the scheduler is
+    not; the loop's module alone reports nothing of it."""
+    helper = (PROJECT / "sharded_checkpoint.py").read_text(encoding="utf-8")
+    loop = (PROJECT / "sharded_loop.py").read_text(encoding="utf-8")
+    root = _project(tmp_path, {"sharded_checkpoint.py": helper, "sharded_loop.py": loop})
+    with recording_uses() as reads:
+        own = lint_source(loop, str(root / "sharded_loop.py"), default_settings(), project=ProjectIndex())
+    assert own == []
+    assert [(d.path, d.line, d.code, d.fix, d.message) for d in reads.elsewhere] == [
+        (str((root / "sharded_checkpoint.py").absolute()), 10, "GL501", None,
+         "this checkpoint saves the optimizer's state but not scheduler.state_dict() (in the loop at "
+         "sharded_loop.py:8)")]
+    assert (root / "sharded_checkpoint.py").absolute() in reads.uses
+    (tmp_path / "alone").mkdir()
+    alone = _project(tmp_path / "alone", {"sharded_loop.py": loop})
+    with recording_uses() as reads:
+        assert lint_source(loop, str(alone / "sharded_loop.py"), default_settings(), project=ProjectIndex()) == []
+    assert reads.elsewhere == []
+
+
+def test_gl206_follows_a_compute_loss_func_of_another_module_into_its_helpers(tmp_path: Path) -> None:
+    """``self.compute_loss_func = partial(f, ...)`` with ``f`` in another module: the unguarded
+    division in the helper ``f`` calls is reported there (no fix), naming the choosing line."""
+    losses = (PROJECT / "kl_losses.py").read_text(encoding="utf-8")
+    trainer = (PROJECT / "kl_trainer.py").read_text(encoding="utf-8")
+    root = _project(tmp_path, {"kl_losses.py": losses, "kl_trainer.py": trainer})
+    with recording_uses() as reads:
+        assert lint_source(trainer, str(root / "kl_trainer.py"), default_settings(), project=ProjectIndex()) == []
+    assert [(d.path, d.line, d.code, d.fix) for d in reads.elsewhere] == [
+        (str((root / "kl_losses.py").absolute()), 9, "GL206", None)]
+    assert reads.elsewhere[0].message.endswith("(in the loop at kl_trainer.py:11)")
+    assert lint_source(losses, str(root / "kl_losses.py"), default_settings(), project=ProjectIndex()) == []

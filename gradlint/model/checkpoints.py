@@ -20,13 +20,18 @@ import ast
 import re
 from collections.abc import Iterator
 from dataclasses import dataclass
+from pathlib import Path
 
 from gradlint.names import dotted_name
 from gradlint.project.context import ProjectContext
 from gradlint.project.symbols import Definition
+from gradlint.source import python_lines
 
 _SAVERS = frozenset({"torch.save"})
 _ACCELERATOR_SAVE = re.compile(r"(^|\.)accelerator\.save$")
+_OPTIMIZER_STATE = re.compile(r"optim\w*state_dict$", re.IGNORECASE)
+"""Functions that return an optimizer's state (``FSDP.full_optim_state_dict(model, optimizer)``,
+``get_optimizer_state_dict(model, optimizer)``)."""
 _DEPTH = 4
 """How many local names deep a checkpoint's content is expanded."""
 
@@ -34,13 +39,42 @@ Function = ast.FunctionDef | ast.AsyncFunctionDef
 
 
 @dataclass(frozen=True)
-class Checkpoint:
-    """A checkpoint write: the call that makes it (the saver's, or the helper call that passes
-    the state), the text of what it stores, and the dict literal written in the call (if any)."""
+class Site:
+    """A save written in another project module: that module, its saver call and its lines."""
 
+    path: Path
     call: ast.Call
+    lines: list[str]
+
+
+@dataclass(frozen=True)
+class Stored:
+    """What a checkpoint stores: the text of its content, the dict literal written in the call
+    (if any), and whether the dict was handed to a call that returns it with entries of its own
+    (``state = self.upstream.add_state_to_save(state)``): such a call may add ``self``
+    attributes, never a local object it is not passed."""
+
     content: str
     literal: ast.Dict | None
+    extended: bool = False
+    site: Site | None = None  # written by a helper of another module, at this save
+
+
+@dataclass(frozen=True)
+class Checkpoint:
+    """A checkpoint write: the call that makes it (the saver's, or the helper call that passes
+    the state) and what it stores."""
+
+    call: ast.Call
+    stored: Stored
+
+    @property
+    def content(self) -> str:
+        return self.stored.content
+
+    @property
+    def literal(self) -> ast.Dict | None:
+        return self.stored.literal
 
 
 @dataclass(frozen=True)
@@ -110,20 +144,22 @@ class _Values:
             for name in _names(target):
                 self.values.setdefault(name, []).append(None)
 
-    def stored(self, expr: ast.expr) -> tuple[str, ast.Dict | None] | None:
-        """The text of the dict ``expr`` evaluates to (and the literal, when written there), or
-        None when it is not a dict the function builds."""
+    def stored(self, expr: ast.expr) -> Stored | None:
+        """What the dict ``expr`` evaluates to holds, or None when it is not a dict the function
+        builds. A name assigned a dict first may be re-assigned calls that are passed it
+        (``state = extend(state)``): the dict extended."""
         if isinstance(expr, ast.Dict):
-            return (self.expand(ast.unparse(expr)), expr) if None not in expr.keys else None
+            return Stored(self.expand(ast.unparse(expr)), expr) if None not in expr.keys else None
         if not isinstance(expr, ast.Name):
             return None
         values = self.values.get(expr.id, [])
         entries = self.entries.get(expr.id, [])
-        if not values or not all(_dict_value(v) for v in values) or None in entries:
+        extended = [v for v in values[1:] if _extends(v, expr.id)]
+        if not values or not all(_dict_value(v) for v in values if v not in extended) or None in entries:
             return None
         parts = [ast.unparse(v) for v in values if v is not None] + [ast.unparse(e) for e in entries if e is not None]
         sole = values[0] if len(values) == 1 and not entries and isinstance(values[0], ast.Dict) else None
-        return self.expand(" ; ".join(parts)), sole
+        return Stored(self.expand(" ; ".join(parts)), sole, bool(extended))
 
     def expand(self, text: str) -> str:
         """``text`` followed by the values of the local names it reads, recursively."""
@@ -140,6 +176,11 @@ class _Values:
             pending = found
         parts.extend(pending)
         return " ; ".join(parts)
+
+
+def _extends(value: ast.expr | None, name: str) -> bool:
+    """``f(..., name, ...)``: a call passed the dict ``name`` (whose result is assigned to it)."""
+    return isinstance(value, ast.Call) and any(isinstance(a, ast.Name) and a.id == name for a in value.args)
 
 
 def _dict_value(value: ast.expr | None) -> bool:
@@ -203,10 +244,9 @@ def checkpoints(scope: Function | ast.Module, aliases: dict[str, str], helpers: 
         if saved is not None:
             stored = values.stored(saved)
             if stored is not None:
-                found.append(Checkpoint(node, *stored))
+                found.append(Checkpoint(node, stored))
             continue
-        for content, literal in helpers.through(node, values):
-            found.append(Checkpoint(node, content, literal))
+        found.extend(Checkpoint(node, stored) for stored in helpers.through(node, values))
     return found
 
 
@@ -222,19 +262,19 @@ class HelperSaves:
         self.project = project
         self.class_name = class_name
 
-    def through(self, call: ast.Call, values: _Values) -> list[tuple[str, ast.Dict | None]]:
-        """What ``call`` saves through a helper: (content, dict literal passed) per save."""
+    def through(self, call: ast.Call, values: _Values) -> list[Stored]:
+        """What ``call`` saves through a helper, per save."""
         reached = self._helper(call)
         if reached is None:
             return []
-        helper, helper_aliases = reached
+        helper, helper_aliases, home = reached
         if helper.args.vararg is not None or helper.args.kwarg is not None:
             return []
         arguments = _bind_arguments(helper, call)
         if arguments is None:
             return []
         inner = _Values(helper)
-        found: list[tuple[str, ast.Dict | None]] = []
+        found: list[Stored] = []
         for node in own_nodes(helper):
             if not isinstance(node, ast.Call):
                 continue
@@ -246,24 +286,25 @@ class HelperSaves:
                 if stored is not None:
                     found.append(stored)
                 continue
-            own = inner.stored(saved)
+            own = inner.stored(saved) or _optimizer_state(saved, inner)
             if own is None:
                 continue
-            content = own[0]
+            content = own.content
             for param, argument in arguments.items():
                 content = re.sub(rf"(?<![\w.]){re.escape(param)}(?!\w)", ast.unparse(argument), content)
-            found.append((values.expand(content), None))
+            site = Site(home[0], node, home[1]) if home is not None else None
+            found.append(Stored(values.expand(content), None, own.extended, site))
         return found
 
-    def _helper(self, call: ast.Call) -> tuple[Function, dict[str, str]] | None:
-        """The function ``call`` reaches, with its module's import aliases: a function of the
-        module, or through the project one of another module (a method of the loop's own class
-        is read as a sibling scope instead)."""
+    def _helper(self, call: ast.Call) -> tuple[Function, dict[str, str], tuple[Path, list[str]] | None] | None:
+        """The function ``call`` reaches, with its module's import aliases and, for another
+        module, that module's path and lines: a function of the module, or through the project
+        one of another module (a method of the loop's own class is read as a sibling scope)."""
         name = dotted_name(call.func)
         if name is None or name.startswith("self."):
             return None
         if name in self.functions:
-            return self.functions[name], self.aliases
+            return self.functions[name], self.aliases, None
         if self.project is None:
             return None
         found = self.project.reach(self.project.path, name, self.class_name)
@@ -271,7 +312,30 @@ class HelperSaves:
             return None
         node = self.project.kinds.node(found)
         tree = self.project.index.tree(found.path)
-        return (node, aliases_of(tree)) if node is not None and tree is not None else None
+        text = self.project.index.text(found.path)
+        if node is None or tree is None or text is None:
+            return None
+        return node, aliases_of(tree), (found.path, python_lines(text))
+
+
+def _optimizer_state(saved: ast.expr, values: _Values) -> Stored | None:
+    """An optimizer's state saved alone: a call of a function that returns it
+    (``FSDP.full_optim_state_dict(model, optimizer)``), written in the save or assigned once to
+    the name it saves."""
+    if isinstance(saved, ast.Name) and len(values.values.get(saved.id, [])) == 1 \
+            and not values.entries.get(saved.id):
+        saved = values.values[saved.id][0] or saved
+    if isinstance(saved, ast.Call) and _OPTIMIZER_STATE.search(dotted_name(saved.func) or ""):
+        return Stored(ast.unparse(saved), None)
+    return None
+
+
+def optimizer_state(content: str, optimizer: str) -> bool:
+    """Whether ``content`` holds ``optimizer``'s state: ``optimizer.state_dict()``, or a call
+    of a function that returns it with ``optimizer`` as an argument."""
+    name = re.escape(optimizer)
+    return re.search(rf"(?<![\w.]){name}\.state_dict(?!\w)", content) is not None or re.search(
+        rf"optim\w*state_dict\((?:[^()]*,\s*)?{name}\s*[,)]", content, re.IGNORECASE) is not None
 
 
 def _bind_arguments(helper: Function, call: ast.Call) -> dict[str, ast.expr] | None:
@@ -316,8 +380,27 @@ def state_dict_reads(scope: Function | ast.Module) -> set[str]:
     return found - {""}
 
 
+def dict_values(scope: Function | ast.Module) -> set[str]:
+    """Names the scope stores as a value of a dict it builds (``{"global_step": self.global_step}``,
+    ``state["step"] = step``): a state a method such as ``_get_state_dict()`` returns for a save."""
+    found: set[str] = set()
+    for node in own_nodes(scope):
+        if isinstance(node, ast.Dict):
+            found |= {name for value in node.values if (name := dotted_name(value))}
+        elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Subscript) for t in node.targets):
+            found |= {name for name in [dotted_name(node.value)] if name}
+    return found
+
+
 def aliases_in(scope: Function | ast.Module) -> dict[str, str]:
-    """Local names assigned exactly once, to a ``self`` attribute (``optimizer = self.optimizer``)."""
+    """Local names that may hold one ``self`` attribute: every ``self`` attribute the name is
+    assigned is the same one (``optimizer = self.optimizer``, possibly beside other values in
+    other branches, such as an optimizer built for a subset of the variables)."""
     values = _Values(scope).values
-    return {name: text for name, found in values.items() if len(found) == 1 and isinstance(found[0], ast.Attribute)
-            and (text := dotted_name(found[0])) and text.startswith("self.") and text.count(".") == 1}
+    found: dict[str, str] = {}
+    for name, assigned in values.items():
+        attributes = {text for value in assigned if isinstance(value, ast.Attribute)
+                      and (text := dotted_name(value)) and text.startswith("self.") and text.count(".") == 1}
+        if len(attributes) == 1:
+            found[name] = attributes.pop()
+    return found

@@ -57,6 +57,7 @@ division, or its absence, is the class's choice)."""
 
 COUNT = "num_items_in_batch"
 HOOK_WORD = "compute_loss"
+LOSS_FUNC_CALL = "self.compute_loss_func"
 """A module without this word defines no loss hook (the engine's text test)."""
 
 
@@ -65,7 +66,8 @@ class IgnoredCount:
     """A loss hook that accepts ``num_items_in_batch`` and neither reads nor forwards it."""
 
     node: ast.FunctionDef | ast.AsyncFunctionDef | ast.keyword  # the method, or the `compute_loss_func=` argument
-    hook: str  # "compute_loss" of class ``owner``, or the function passed as ``compute_loss_func=``
+    hook: str  # "compute_loss" of class ``owner`` (LOSS_FUNC_CALL: it calls one without the count), or the
+    # function passed as ``compute_loss_func=``
     owner: str | None
 
 
@@ -76,13 +78,21 @@ def ignored_counts(tree: ast.Module, project: ProjectContext | None = None) -> l
     followed through the module and, with ``project``, through the project's classes."""
     lineage = _Lineage(tree, project)
     found: list[IgnoredCount] = []
-    for cls, chain in trainer_subclasses(tree, lineage):
-        if any(_opts_out(c) or _own_training_step(c) for c in chain):
+    chains = trainer_subclasses(tree, lineage)
+    known = {id(cls) for cls, _ in chains}
+    chains += [(cls, [cls]) for cls in lineage.classes.values() if id(cls) not in known and _run_time_trainer(cls, tree)]
+    for cls, chain in chains:
+        if any(_own_training_step(c) for c in chain):
             continue
+        opts_out = any(_opts_out(c) for c in chain)  # no bearing on a compute_loss_func: never divided
         for item in cls.body:
-            if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == HOOK_WORD \
-                    and _ignores_count(item, method=True) and _reads_labels(item):
+            if not isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) or item.name != HOOK_WORD \
+                    or not _reads_labels(item):
+                continue
+            if not opts_out and _ignores_count(item, method=True):
                 found.append(IgnoredCount(item, HOOK_WORD, cls.name))
+            elif _uncounted_loss_func(item):
+                found.append(IgnoredCount(item, LOSS_FUNC_CALL, cls.name))
     functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
     for node in ast.walk(tree):
         if not isinstance(node, ast.Call):
@@ -195,6 +205,23 @@ def _qualified(name: str, aliases: dict[str, str]) -> str:
     return f"{base}.{rest}" if rest else base
 
 
+_HOOK_PARAMS = ["self", "model", "inputs", "return_outputs", COUNT]
+"""The HF Trainer's ``compute_loss`` parameters, in its order."""
+
+
+def _run_time_trainer(cls: ast.ClassDef, tree: ast.Module) -> bool:
+    """A class whose base is a class chosen at run time (a module-level name assigned a call's
+    result: ``Trainer = library.trainer()``, a lazy import) and whose ``compute_loss`` has the
+    HF Trainer's own parameters (``self, model, inputs, return_outputs, num_items_in_batch``):
+    that signature is the Trainer's loss-hook protocol, so the base is taken to be an HF Trainer."""
+    chosen = {t.id for node in tree.body if isinstance(node, ast.Assign) and isinstance(node.value, ast.Call)
+              for t in node.targets if isinstance(t, ast.Name)}
+    if not any(isinstance(b, ast.Name) and b.id in chosen for b in cls.bases):
+        return False
+    return any(isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef)) and item.name == HOOK_WORD
+               and [a.arg for a in (*item.args.posonlyargs, *item.args.args)] == _HOOK_PARAMS for item in cls.body)
+
+
 def _opts_out(cls: ast.ClassDef) -> bool:
     """The class sets one of :data:`_OPT_OUTS` (to anything), as a class attribute or on ``self``."""
     for node in ast.walk(cls):
@@ -220,6 +247,23 @@ def _reads_labels(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     by N itself, so a hook whose batches carry none (an embedder's) is not shown to be wrong."""
     return any((isinstance(n, ast.Name) and n.id == "labels") or (isinstance(n, ast.Constant) and n.value == "labels")
                or (isinstance(n, ast.arg) and n.arg == "labels") for n in ast.walk(func))
+
+
+def _uncounted_loss_func(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """The hook calls ``self.compute_loss_func(...)`` without the count (no
+    ``num_items_in_batch`` and no ``**kwargs`` among its arguments). With a ``compute_loss_func``
+    set the Trainer never divides by N itself, so that call's per-micro-batch mean is N times
+    too large, whatever the hook does on its other paths."""
+    kwargs = func.args.kwarg.arg if func.args.kwarg is not None else None
+    for node in ast.walk(func):
+        if not (isinstance(node, ast.Call) and _dotted(node.func) == "self.compute_loss_func"):
+            continue
+        passed = [*node.args, *(k.value for k in node.keywords)]
+        if any(k.arg in (None, COUNT) for k in node.keywords) or any(
+                isinstance(n, ast.Name) and n.id in (COUNT, kwargs) for a in passed for n in ast.walk(a)):
+            continue
+        return True
+    return False
 
 
 def _ignores_count(func: ast.FunctionDef | ast.AsyncFunctionDef, *, method: bool) -> bool:

@@ -16,7 +16,7 @@ import libcst as cst
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.model.node_memo import per_node
 from gradlint.model.syntax import dotted, first_arg, names_in
-from gradlint.names import Kind
+from gradlint.names import Kind, counts_updates
 
 _SCALER_CLASSES = frozenset({"GradScaler", "ShardedGradScaler"})
 _REPEATS = (cst.For, cst.While)
@@ -199,3 +199,60 @@ def _same_object(loop: TrainingLoop, event: Event, receiver: str) -> bool:
 def _receiver(event: Event) -> str | None:
     node = event.receiver_node
     return dotted(node) if node is not None else None
+
+
+def update_counters(loop: TrainingLoop) -> list[str]:
+    """Counters of optimizer updates that are clocks of the training (:func:`_clock_names`: an LR
+    computed from them, a scheduler stepped with them, a step budget that ends the loop) and keep
+    counting across epochs, as written: a ``+= 1`` named for updates (``global_step``,
+    ``self.iteration``) in the loop's own unit that no plain assignment inside the outermost
+    loop resets. A resumed run that does not restore one restarts these clocks (an eval or
+    logging cadence that restarts is harmless and is not asked for)."""
+    repeats = _loop_ancestors(loop)
+    outer = loop.unit.span(repeats[0]) if repeats else loop.span
+    clocks = _clock_names(loop.unit.root) | {
+        n for e in loop.of(Role.SCHEDULER_STEP) if e.unit is loop.unit for n in names_in(e.node) - {e.receiver}}
+    found: list[str] = []
+    for event in loop.of(Role.COUNTER):
+        name = event.receiver
+        if not name or name in found or name not in clocks or not counts_updates(name) \
+                or event.unit is not loop.unit:
+            continue
+        if not any(outer.line <= line <= outer.end_line and not isinstance(value, cst.AugAssign)
+                   for line, value in loop.unit.assignments.get(name, [])):
+            found.append(name)
+    return found
+
+
+@per_node
+def _clock_names(root: cst.CSTNode) -> frozenset[str]:
+    """Names read by an LR assignment (``group["lr"] = lr_at(step)``, ``optimizer.lr = ...``),
+    by the test of a ``while``, or by the test of an ``if`` whose body ends the loop or the
+    function (``if step >= max_steps: break``)."""
+    found: set[str] = set()
+
+    class _Clocks(cst.CSTVisitor):
+        def visit_Assign(self, node: cst.Assign) -> None:
+            if any(_is_lr(t.target) for t in node.targets):
+                found.update(names_in(node.value))
+
+        def visit_While(self, node: cst.While) -> None:
+            found.update(names_in(node.test))
+
+        def visit_If(self, node: cst.If) -> None:
+            body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
+            if any(isinstance(line, cst.SimpleStatementLine) and any(isinstance(s, (cst.Break, cst.Return))
+                                                                     for s in line.body) for line in body):
+                found.update(names_in(node.test))
+
+    root.visit(_Clocks())
+    return frozenset(found)
+
+
+def _is_lr(target: cst.BaseExpression) -> bool:
+    if isinstance(target, cst.Attribute):
+        return target.attr.value == "lr"
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1:
+        key = target.slice[0].slice
+        return isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString) and key.value.evaluated_value == "lr"
+    return False

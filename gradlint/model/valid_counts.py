@@ -41,6 +41,17 @@ def unguarded_divisions(tree: ast.Module) -> list[UnguardedDivision]:
     return found
 
 
+def divisions_in(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[UnguardedDivision]:
+    """The unguarded divisions of a function known to compute a training loss (one a Trainer is
+    given as ``compute_loss_func``, or a helper it calls), whatever its name."""
+    return _in_function(func)
+
+
+def training_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether :func:`unguarded_divisions` reads ``func`` (it is training code)."""
+    return _training(func)
+
+
 def _training(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """A loss hook (``compute_loss``, ``training_step``) or a function that runs backward.
     A loss helper is not enough: a library loss with ``reduction="mean"`` has the same 0 / 0

@@ -5,6 +5,7 @@ from __future__ import annotations
 import ast
 from collections.abc import Callable, Iterator, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import ClassVar, Concatenate, ParamSpec
 
 from gradlint.catalogue import RuleInfo
@@ -24,6 +25,8 @@ class Finding:
     message: str
     fix: Fix | None = None
     detail: str | None = None
+    home: tuple[Path, int] | None = None  # a module rule's finding at ``span`` of another project module, and
+    # the line of the linted module's training loop it is reported for
 
 
 @dataclass(frozen=True)

@@ -8,7 +8,7 @@ from collections.abc import Iterator, Sequence
 from gradlint.catalogue import CATALOGUE
 from gradlint.diagnostics import Span
 from gradlint.model.events import TrainingLoop
-from gradlint.model.trainer_classes import HOOK_WORD, ignored_counts
+from gradlint.model.trainer_classes import HOOK_WORD, LOSS_FUNC_CALL, ignored_counts
 from gradlint.project.context import ProjectContext
 from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
 
@@ -22,7 +22,12 @@ class LossIgnoresNumItems(ModuleRule):
         for hook in ignored_counts(tree, project):
             node = hook.node
             span = span_of(node, lines) if isinstance(node, ast.keyword) else _def_line(node, lines)
-            if hook.owner is not None:
+            if hook.hook == LOSS_FUNC_CALL:
+                yield Finding(span, f"{hook.owner}.compute_loss calls {LOSS_FUNC_CALL} without num_items_in_batch "
+                              "(gradient N times too large)", detail="With a compute_loss_func set the "
+                              "Trainer never divides by N, so that call's per-micro-batch mean is N times too "
+                              "large; pass num_items_in_batch on and divide the summed loss by it.")
+            elif hook.owner is not None:
                 yield Finding(span, f"{hook.owner}.compute_loss ignores num_items_in_batch, so the gradient is N "
                               "times too large", detail="When the model accepts loss kwargs the Trainer skips its "
                               "own 1/N, so a per-micro-batch mean is N times too large; divide the summed loss by "

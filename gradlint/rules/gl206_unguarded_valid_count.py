@@ -8,23 +8,44 @@ from collections.abc import Iterator, Sequence
 from gradlint.catalogue import CATALOGUE
 from gradlint.diagnostics import Edit, Fix
 from gradlint.model.events import TrainingLoop
-from gradlint.model.valid_counts import COUNT_NAME, UnguardedDivision, unguarded_divisions
+from gradlint.model.loss_funcs import loss_functions
+from gradlint.model.valid_counts import (
+    COUNT_NAME,
+    UnguardedDivision,
+    divisions_in,
+    training_function,
+    unguarded_divisions,
+)
 from gradlint.project.context import ProjectContext
 from gradlint.rules.base import Finding, Invalid, ModuleRule, span_of
+
+_DETAIL = "A micro-batch (or window) whose targets are all ignored gives 0 / 0 and fills every gradient with NaN."
+
+
+def _message(found: UnguardedDivision) -> str:
+    return f"the loss is divided by {found.count}, a count of valid targets that can be 0; clamp it to at least 1"
 
 
 class UnguardedValidCount(ModuleRule):
     info = CATALOGUE["GL206"]
-    words = (".sum(", COUNT_NAME)
+    words = (".sum(", COUNT_NAME, "compute_loss_func")
 
     def check_module(self, tree: ast.Module, lines: list[str], loops: Sequence[TrainingLoop] = (),
                      project: ProjectContext | None = None) -> Iterator[Finding]:
         for found in unguarded_divisions(tree):
-            yield Finding(span_of(found.division, lines),
-                          f"the loss is divided by {found.count}, a count of valid targets that can be 0; "
-                          "clamp it to at least 1", self._clamp(found, lines),
-                          detail="A micro-batch (or window) whose targets are all ignored gives 0 / 0 and fills "
-                          "every gradient with NaN.")
+            yield self._finding(found, lines)
+        for function in loss_functions(tree, project):
+            if function.home is None and training_function(function.node):
+                continue  # read above
+            for found in divisions_in(function.node):
+                if function.home is None or function.lines is None:
+                    yield self._finding(found, lines)
+                else:  # a loss function of another module: reported there, without a fix
+                    yield Finding(span_of(found.division, function.lines), _message(found), detail=_DETAIL,
+                                  home=(function.home, function.chosen_at))
+
+    def _finding(self, found: UnguardedDivision, lines: list[str]) -> Finding:
+        return Finding(span_of(found.division, lines), _message(found), self._clamp(found, lines), detail=_DETAIL)
 
     def _clamp(self, found: UnguardedDivision, lines: list[str]) -> Fix | None:
         """``count.clamp(min=1)`` for a tensor count, ``max(count, 1)`` otherwise."""
