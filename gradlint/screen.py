@@ -52,6 +52,9 @@ class ModuleFacts:
     bindings: dict[str, Kind] = field(default_factory=dict)
     prepared: set[str] = field(default_factory=set)
     accelerator_accumulates: bool = False
+    unlinked_accelerators: dict[str, bool] = field(default_factory=dict)
+    """Accelerators by name, True when every one built under it has ``step_scheduler_with_optimizer=False``:
+    their prepared schedulers step on every call, also inside ``accumulate()``."""
     functions: dict[str, list[Unit]] = field(default_factory=dict)
     zeroing_functions: set[str] = field(default_factory=set)
     token_masking: bool = False  # `ignore_index` or a -100 label mask appears in the module
@@ -400,6 +403,10 @@ def _bind(facts: ModuleFacts, target: ast.expr, value: ast.expr) -> None:
     kind = _value_kind(facts, value)
     if kind is not None:
         facts.bindings.setdefault(name, kind)
+    if kind is Kind.ACCELERATOR and isinstance(value, ast.Call):
+        unlinked = any(k.arg == "step_scheduler_with_optimizer" and isinstance(k.value, ast.Constant)
+                       and k.value.value is False for k in value.keywords)
+        facts.unlinked_accelerators[name] = unlinked and facts.unlinked_accelerators.get(name, True)
     if kind in (Kind.SCHEDULER, Kind.METRIC_SCHEDULER) and isinstance(value, ast.Call):
         optimizer = _scheduled_optimizer(facts, value)
         facts.schedules[name] = optimizer if facts.schedules.get(name, optimizer) == optimizer else None

@@ -12,7 +12,7 @@ from gradlint.model.constructions import Construction, construction_of
 from gradlint.model.events import Event, Place, Role, Shape, TrainingLoop
 from gradlint.model.syntax import dotted
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import loader_of, unprepared_scheduler
+from gradlint.rules.readers import loader_of, unlinked_scheduler, unprepared_scheduler
 
 _LENGTHS = {  # factory -> (keyword, positional index) of each length argument
     "get_scheduler": (("num_training_steps", None),),
@@ -113,10 +113,11 @@ def train(model, loader, optimizer, epochs, accum_steps):
 
 def _per_update(loop: TrainingLoop, event: Event) -> bool:
     """The scheduler advances once per update: at the boundary, or as a prepared scheduler
-    that Accelerate's ``accumulate()`` holds back."""
+    that Accelerate's ``accumulate()`` holds back (not when the Accelerator unlinks it from the
+    optimizer)."""
     if event.place is Place.BOUNDARY:
         return True
-    return loop.accelerate_skips(event) and not unprepared_scheduler(loop, event)
+    return loop.accelerate_skips(event) and not unprepared_scheduler(loop, event) and not unlinked_scheduler(loop, event)
 
 
 def _length_arguments(call: cst.Call) -> list[cst.BaseExpression]:
