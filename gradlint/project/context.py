@@ -16,6 +16,7 @@ from pathlib import Path
 from gradlint.names import Kind
 from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader, ObjectKinds, local_kinds
+from gradlint.project.loaders import LoaderTracer
 from gradlint.project.symbols import ClassInfo, Definition, Target
 from gradlint.screen import ModuleFacts, Screen, Unit, screen
 from gradlint.source import python_lines
@@ -41,6 +42,7 @@ class ProjectContext:
         self.used: dict[Path, str | None] = {}  # other modules read: digest (None: looked for, absent)
         self.index.record_reads(self.used, self.path)
         self.kinds = KindReader(self.index)
+        self.loaders = LoaderTracer(self.kinds)
         self.extra_names = extra_names
         self._foreign: dict[Path, ForeignModule | None] = {}
 
@@ -55,9 +57,15 @@ class ProjectContext:
         if cls is not None:
             _merge(bindings, unknown, self.kinds.attributes(cls), "self.")
         node = self.kinds.node(definition)
-        if node is not None:
-            _merge(bindings, unknown, local_kinds(self.kinds, definition, cls, node), "")
-        return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown))
+        if node is None:
+            return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown))
+        _merge(bindings, unknown, local_kinds(self.kinds, definition, cls, node), "")
+        loaders = dict(facts.distributed_loaders)  # loaders whose DistributedSampler is built elsewhere
+        loaders.update((name, None) for name in self.loaders.distributed_names(definition, cls, node) - set(loaders))
+        sets_epoch = facts.sets_epoch or (loaders != facts.distributed_loaders
+                                          and self.loaders.reaches_set_epoch(definition, cls, node))
+        return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown), distributed_loaders=loaders,
+                                   sets_epoch=sets_epoch)
 
     def _definition(self, path: Path, unit: Unit) -> tuple[Definition | None, ClassInfo | None]:
         symbols = self.index.symbols(path)

@@ -178,10 +178,12 @@ def loader_of(loop: TrainingLoop, root: cst.For) -> str | None:
     """The loader a ``for`` iterates, as written, through ``enumerate`` and ``tqdm`` (also a
     progress bar assigned once: ``pbar = tqdm(loader)``)."""
     source: cst.BaseExpression = root.iter
-    name = dotted(source)
-    bound = loop.unit.single_value(name) if name else None
-    if isinstance(bound, cst.Call) and dotted(bound.func) in _WRAPPERS:
+    for _ in range(2):  # `enumerate(pbar)` with `pbar = tqdm(loader)`
+        while isinstance(source, cst.Call) and dotted(source.func) in _WRAPPERS and source.args:
+            source = source.args[0].value
+        name = dotted(source)
+        bound = loop.unit.single_value(name) if name else None
+        if not (isinstance(bound, cst.Call) and dotted(bound.func) in _WRAPPERS):
+            break
         source = bound
-    while isinstance(source, cst.Call) and dotted(source.func) in _WRAPPERS and source.args:
-        source = source.args[0].value
     return dotted(source)
