@@ -72,6 +72,9 @@ class ModuleFacts:
     schedules: dict[str, str | None] = field(default_factory=dict)
     """The optimizer each scheduler was built on (``sched = StepLR(opt, ...)``: ``opt``), as
     written; None when its assignments name two different optimizers."""
+    schedule_factories: dict[str, tuple[tuple[str, int | None], ...]] = field(default_factory=dict)
+    """Project functions a unit calls that return a known LR schedule whose length is one of their
+    parameters: callee as written -> (keyword, positional index) of that parameter (GL106)."""
     sync_helpers: set[str] = field(default_factory=set)  # functions that wrap `x.no_sync` (gradlint/sync_facts.py)
     sync_models: set[str] = field(default_factory=set)  # receivers of `x.no_sync`: DDP / FSDP models
 

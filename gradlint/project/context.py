@@ -17,6 +17,7 @@ from gradlint.names import Kind
 from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader, ObjectKinds, local_kinds
 from gradlint.project.loaders import LoaderTracer
+from gradlint.project.schedules import schedule_factories
 from gradlint.project.symbols import ClassInfo, Definition, Target
 from gradlint.screen import ModuleFacts, Screen, Unit, screen
 from gradlint.source import python_lines
@@ -65,7 +66,8 @@ class ProjectContext:
         sets_epoch = facts.sets_epoch or (loaders != facts.distributed_loaders
                                           and self.loaders.reaches_set_epoch(definition, cls, node))
         return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown), distributed_loaders=loaders,
-                                   sets_epoch=sets_epoch)
+                                   sets_epoch=sets_epoch,
+                                   schedule_factories=schedule_factories(self.kinds, definition, cls, node))
 
     def _definition(self, path: Path, unit: Unit) -> tuple[Definition | None, ClassInfo | None]:
         symbols = self.index.symbols(path)
