@@ -139,8 +139,8 @@ class LoaderTracer:
         name = dotted_name(expr)
         if name is None:
             return Value.UNKNOWN
-        if name in scope.constants:
-            return Value.UNKNOWN
+        if name in scope.constants or name in _parameters(scope.node):
+            return Value.UNKNOWN  # a parameter holds what the caller passes, whatever the body assigns
         if name.startswith("self.") and name.count(".") == 1 and scope.cls is not None:
             found = self._attribute_values(scope.cls, name)
             return _either([judge(value, where, depth - 1) for value, where in found])
