@@ -52,6 +52,9 @@ class ModuleFacts:
     bindings: dict[str, Kind] = field(default_factory=dict)
     prepared: set[str] = field(default_factory=set)
     accelerator_accumulates: bool = False
+    unlinked_accelerators: dict[str, bool] = field(default_factory=dict)
+    """Accelerators by name, True when every one built under it has ``step_scheduler_with_optimizer=False``:
+    their prepared schedulers step on every call, also inside ``accumulate()``."""
     functions: dict[str, list[Unit]] = field(default_factory=dict)
     zeroing_functions: set[str] = field(default_factory=set)
     token_masking: bool = False  # `ignore_index` or a -100 label mask appears in the module
@@ -69,6 +72,9 @@ class ModuleFacts:
     schedules: dict[str, str | None] = field(default_factory=dict)
     """The optimizer each scheduler was built on (``sched = StepLR(opt, ...)``: ``opt``), as
     written; None when its assignments name two different optimizers."""
+    schedule_factories: dict[str, tuple[tuple[str, int | None], ...]] = field(default_factory=dict)
+    """Project functions a unit calls that return a known LR schedule whose length is one of their
+    parameters: callee as written -> (keyword, positional index) of that parameter (GL106)."""
     sync_helpers: set[str] = field(default_factory=set)  # functions that wrap `x.no_sync` (gradlint/sync_facts.py)
     sync_models: set[str] = field(default_factory=set)  # receivers of `x.no_sync`: DDP / FSDP models
     guarded_callees: set[str] = field(default_factory=set)  # functions and `self` methods called inside a sync guard
@@ -404,6 +410,10 @@ def _bind(facts: ModuleFacts, target: ast.expr, value: ast.expr) -> None:
     kind = _value_kind(facts, value)
     if kind is not None:
         facts.bindings.setdefault(name, kind)
+    if kind is Kind.ACCELERATOR and isinstance(value, ast.Call):
+        unlinked = any(k.arg == "step_scheduler_with_optimizer" and isinstance(k.value, ast.Constant)
+                       and k.value.value is False for k in value.keywords)
+        facts.unlinked_accelerators[name] = unlinked and facts.unlinked_accelerators.get(name, True)
     if kind in (Kind.SCHEDULER, Kind.METRIC_SCHEDULER) and isinstance(value, ast.Call):
         optimizer = _scheduled_optimizer(facts, value)
         facts.schedules[name] = optimizer if facts.schedules.get(name, optimizer) == optimizer else None

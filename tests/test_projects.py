@@ -38,9 +38,9 @@ def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_every_project_layout_is_there() -> None:
-    assert NAMES == ["callback_loop", "class_hierarchy", "ddp_caller", "epoch_driver", "helper_defects",
-                     "hf_trainer_subclass", "loss_contracts", "nested_package", "runner_hooks", "script_layout",
-                     "trainer_package"]
+    assert NAMES == ["callback_loop", "class_hierarchy", "ddp_caller", "distributed_data", "epoch_driver",
+                     "helper_defects", "hf_trainer_subclass", "loss_contracts", "nested_package", "runner_hooks",
+                     "schedule_factory", "script_layout", "trainer_package"]
     assert all(_markers(PROJECTS / name) for name in NAMES)
 
 

@@ -17,6 +17,8 @@ from gradlint.names import Kind
 from gradlint.project.epoch_calls import EpochCalls, epoch_calls
 from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader, ObjectKinds, local_kinds
+from gradlint.project.loaders import LoaderTracer
+from gradlint.project.schedules import schedule_factories
 from gradlint.project.symbols import ClassInfo, Definition, Target
 from gradlint.screen import ModuleFacts, Screen, Unit, screen
 from gradlint.source import python_lines
@@ -42,6 +44,7 @@ class ProjectContext:
         self.used: dict[Path, str | None] = {}  # other modules read: digest (None: looked for, absent)
         self.index.record_reads(self.used, self.path)
         self.kinds = KindReader(self.index)
+        self.loaders = LoaderTracer(self.kinds)
         self.extra_names = extra_names
         self._foreign: dict[Path, ForeignModule | None] = {}
 
@@ -56,12 +59,19 @@ class ProjectContext:
         if cls is not None:
             _merge(bindings, unknown, self.kinds.attributes(cls), "self.")
         node = self.kinds.node(definition)
-        if node is not None:
-            _merge(bindings, unknown, local_kinds(self.kinds, definition, cls, node), "")
         per_epoch = facts.per_epoch_units
         if self._called_per_epoch(path, unit.name, cls):
             per_epoch = per_epoch | {(unit.class_name, unit.name)}
-        return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown), per_epoch_units=per_epoch)
+        if node is None:
+            return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown), per_epoch_units=per_epoch)
+        _merge(bindings, unknown, local_kinds(self.kinds, definition, cls, node), "")
+        loaders = dict(facts.distributed_loaders)  # loaders whose DistributedSampler is built elsewhere
+        loaders.update((name, None) for name in self.loaders.distributed_names(definition, cls, node) - set(loaders))
+        sets_epoch = facts.sets_epoch or (loaders != facts.distributed_loaders
+                                          and self.loaders.reaches_set_epoch(definition, cls, node))
+        return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown), distributed_loaders=loaders,
+                                   sets_epoch=sets_epoch, per_epoch_units=per_epoch,
+                                   schedule_factories=schedule_factories(self.kinds, definition, cls, node))
 
     def _called_per_epoch(self, path: Path, name: str, cls: ClassInfo | None) -> bool:
         """Whether the project calls function ``name`` of module ``path`` (or method ``name`` of

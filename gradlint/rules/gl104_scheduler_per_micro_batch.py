@@ -15,6 +15,7 @@ from gradlint.rules.readers import (
     per_micro_batch,
     quoted,
     steps_of,
+    unlinked_scheduler,
     unprepared_scheduler,
 )
 
@@ -24,6 +25,13 @@ class SchedulerPerMicroBatch(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in per_micro_batch(loop, Role.SCHEDULER_STEP):
+            if loop.accelerate_skips(event) and (accelerator := unlinked_scheduler(loop, event)):
+                yield Finding(event.span, f"{call_text(loop, event)} advances on every micro-batch: `{accelerator}` "
+                              "is built with step_scheduler_with_optimizer=False",
+                              detail="With step_scheduler_with_optimizer=False the prepared scheduler no longer waits "
+                              "for the optimizer's sync step, so inside accelerator.accumulate() it advances on every "
+                              f"micro-batch; step it under `if {accelerator}.sync_gradients:`.")
+                continue
             if event.metric:
                 continue
             if loop.accelerate_skips(event):

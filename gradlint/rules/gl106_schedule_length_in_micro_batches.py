@@ -12,16 +12,10 @@ from gradlint.model.constructions import Construction, construction_of
 from gradlint.model.events import Event, Place, Role, Shape, TrainingLoop
 from gradlint.model.syntax import dotted
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import loader_of, unprepared_scheduler
+from gradlint.rules.readers import loader_of, unlinked_scheduler, unprepared_scheduler
+from gradlint.schedule_lengths import length_specs
+from gradlint.screen import ModuleFacts
 
-_LENGTHS = {  # factory -> (keyword, positional index) of each length argument
-    "get_scheduler": (("num_training_steps", None),),
-    "OneCycleLR": (("total_steps", 2), ("steps_per_epoch", None)),
-    "CosineAnnealingLR": (("T_max", 1),),
-    "LinearLR": (("total_iters", 3),),
-    "PolynomialLR": (("total_iters", 1),),
-}
-_SCHEDULE_FACTORY = (("num_training_steps", 2),)  # transformers' get_*_schedule*(optimizer, warmup, total)
 _DEPTH = 4
 
 
@@ -42,7 +36,7 @@ class ScheduleLengthInMicroBatches(Rule):
             built = construction_of(loop.unit, name)
             if built is None or (built.unit is not loop.unit and not loader.startswith("self.")):
                 continue  # another method's local `loader` is not the one this loop iterates
-            for length in _length_arguments(built.call):
+            for length in _length_arguments(built.call, built.unit.facts):
                 found = _micro_batch_length(built, length, loader)
                 if found is None:
                     continue
@@ -113,21 +107,21 @@ def train(model, loader, optimizer, epochs, accum_steps):
 
 def _per_update(loop: TrainingLoop, event: Event) -> bool:
     """The scheduler advances once per update: at the boundary, or as a prepared scheduler
-    that Accelerate's ``accumulate()`` holds back."""
+    that Accelerate's ``accumulate()`` holds back (not when the Accelerator unlinks it from the
+    optimizer)."""
     if event.place is Place.BOUNDARY:
         return True
-    return loop.accelerate_skips(event) and not unprepared_scheduler(loop, event)
+    return loop.accelerate_skips(event) and not unprepared_scheduler(loop, event) and not unlinked_scheduler(loop, event)
 
 
-def _length_arguments(call: cst.Call) -> list[cst.BaseExpression]:
-    """The arguments of a known schedule factory that count its length in scheduler steps."""
-    last = (dotted(call.func) or "").rsplit(".", 1)[-1]
-    if last in _LENGTHS:
-        specs = _LENGTHS[last]
-    elif last.startswith("get_") and "schedule" in last and last != "get_scheduler":
-        specs = _SCHEDULE_FACTORY
-    else:
-        return []
+def _length_arguments(call: cst.Call, facts: ModuleFacts) -> list[cst.BaseExpression]:
+    """The arguments of a known schedule factory that count its length in scheduler steps; for
+    a project function that returns one (``build_scheduler(opt, total)``), the arguments bound
+    to the parameters it passes on as the length."""
+    callee = dotted(call.func)
+    specs = length_specs(callee)
+    if not specs and callee in facts.schedule_factories:
+        specs = facts.schedule_factories[callee]
     positional = [a.value for a in call.args if a.keyword is None and a.star == ""]
     found = []
     for keyword, index in specs:

@@ -164,14 +164,26 @@ def unprepared_scheduler(loop: TrainingLoop, event: Event) -> bool:
     return facts.bindings.get(name, facts.bindings.get(last)) is Kind.SCHEDULER
 
 
+def unlinked_scheduler(loop: TrainingLoop, event: Event) -> str | None:
+    """The accelerator, as written, when ``event`` steps a scheduler inside the ``accumulate()``
+    of an Accelerator the module builds with ``step_scheduler_with_optimizer=False``: its
+    prepared schedulers then step on every call, so there on every micro-batch."""
+    if event.kind is not Kind.SCHEDULER or event.role is not Role.SCHEDULER_STEP:
+        return None
+    accelerator = loop.accumulating_accelerator(event)
+    return accelerator if accelerator and loop.unit.facts.unlinked_accelerators.get(accelerator) else None
+
+
 def loader_of(loop: TrainingLoop, root: cst.For) -> str | None:
     """The loader a ``for`` iterates, as written, through ``enumerate`` and ``tqdm`` (also a
     progress bar assigned once: ``pbar = tqdm(loader)``)."""
     source: cst.BaseExpression = root.iter
-    name = dotted(source)
-    bound = loop.unit.single_value(name) if name else None
-    if isinstance(bound, cst.Call) and dotted(bound.func) in _WRAPPERS:
+    for _ in range(2):  # `enumerate(pbar)` with `pbar = tqdm(loader)`
+        while isinstance(source, cst.Call) and dotted(source.func) in _WRAPPERS and source.args:
+            source = source.args[0].value
+        name = dotted(source)
+        bound = loop.unit.single_value(name) if name else None
+        if not (isinstance(bound, cst.Call) and dotted(bound.func) in _WRAPPERS):
+            break
         source = bound
-    while isinstance(source, cst.Call) and dotted(source.func) in _WRAPPERS and source.args:
-        source = source.args[0].value
     return dotted(source)
