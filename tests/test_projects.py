@@ -38,9 +38,9 @@ def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_every_project_layout_is_there() -> None:
-    assert NAMES == ["callback_loop", "class_hierarchy", "ddp_caller", "distributed_data", "epoch_driver",
-                     "helper_defects", "hf_trainer_subclass", "loss_contracts", "nested_package", "runner_hooks",
-                     "schedule_factory", "script_layout", "trainer_package"]
+    assert NAMES == ["callback_loop", "class_hierarchy", "counter_helpers", "ddp_caller", "distributed_data",
+                     "epoch_driver", "handover_helpers", "helper_defects", "hf_trainer_subclass", "loss_contracts",
+                     "nested_package", "runner_hooks", "schedule_factory", "script_layout", "trainer_package"]
     assert all(_markers(PROJECTS / name) for name in NAMES)
 
 
@@ -59,6 +59,7 @@ def test_a_project_reports_exactly_its_markers(copies: Path, name: str) -> None:
     ("callback_loop", "loop.py"),
     ("ddp_caller", "training/loop.py"),
     ("nested_package", "release/parsing/tagger.py"),
+    ("counter_helpers", "trainer/loop.py"),
 ])
 def test_a_loop_file_alone_knows_nothing_of_its_helpers(tmp_path: Path, name: str, loop_file: str) -> None:
     """Without the module that steps (or builds the optimizer) the loop has no update: nothing
