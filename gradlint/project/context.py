@@ -52,12 +52,23 @@ class ProjectContext:
             return facts
         bindings = dict(facts.bindings)
         unknown = set(facts.unknown)
+        unclassified = set(facts.unclassified)
         if cls is not None:
-            _merge(bindings, unknown, self.kinds.attributes(cls), "self.")
+            attributes = self.kinds.attributes(cls)
+            _merge(bindings, unknown, attributes, "self.")
+            unclassified |= self._unclassified(attributes, "self.")
         node = self.kinds.node(definition)
         if node is not None:
-            _merge(bindings, unknown, local_kinds(self.kinds, definition, cls, node), "")
-        return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown))
+            local = local_kinds(self.kinds, definition, cls, node)
+            _merge(bindings, unknown, local, "")
+            unclassified |= self._unclassified(local, "")
+        return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown),
+                                   unclassified=frozenset(unclassified))
+
+    def _unclassified(self, found: ObjectKinds, prefix: str) -> set[str]:
+        """The names in ``found`` holding an instance of a project class of no kind the reader can tell."""
+        return {prefix + name for name, cls in found.instances.items()
+                if cls is not None and name not in found.kinds and self.kinds.class_kind(cls) is None}
 
     def _definition(self, path: Path, unit: Unit) -> tuple[Definition | None, ClassInfo | None]:
         symbols = self.index.symbols(path)
