@@ -17,6 +17,7 @@ from gradlint.names import Kind
 from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader, ObjectKinds, local_kinds
 from gradlint.project.symbols import ClassInfo, Definition, Target
+from gradlint.project.window_counters import window_counters
 from gradlint.screen import ModuleFacts, Screen, Unit, screen
 from gradlint.source import python_lines
 
@@ -53,17 +54,20 @@ class ProjectContext:
         bindings = dict(facts.bindings)
         unknown = set(facts.unknown)
         unclassified = set(facts.unclassified)
+        counters = dict(facts.window_counters)
         if cls is not None:
             attributes = self.kinds.attributes(cls)
             _merge(bindings, unknown, attributes, "self.")
             unclassified |= self._unclassified(attributes, "self.")
+            counters |= window_counters(self.kinds, attributes, "self.")
         node = self.kinds.node(definition)
         if node is not None:
             local = local_kinds(self.kinds, definition, cls, node)
             _merge(bindings, unknown, local, "")
             unclassified |= self._unclassified(local, "")
+            counters |= window_counters(self.kinds, local, "")
         return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown),
-                                   unclassified=frozenset(unclassified))
+                                   unclassified=frozenset(unclassified), window_counters=counters)
 
     def _unclassified(self, found: ObjectKinds, prefix: str) -> set[str]:
         """The names in ``found`` holding an instance of a project class of no kind the reader can tell."""
