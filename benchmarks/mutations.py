@@ -173,10 +173,36 @@ def _divisions(node: ast.AST) -> list[ast.BinOp]:
 
 # --- the mutation kinds -------------------------------------------------------------------
 
+_UPDATE_ANCHORS = ("clip", "step", "scheduler", "zero_grad", "unscale")
+
+
+def _alone(stmt: ast.stmt, anchor: str, a: Anchors) -> None:
+    """Raise NotApplicable when ``stmt`` (the ``anchor`` statement) is also another update
+    anchor's statement (``self._step(...)`` that clips, steps and schedules): moving it would
+    inject several defects at once."""
+    for other in _UPDATE_ANCHORS:
+        line = a.get(other)
+        if other != anchor and line is not None and stmt.lineno <= line <= (stmt.end_lineno or stmt.lineno):
+            raise NotApplicable(f"the {anchor} statement also holds the {other} anchor")
+
+
+def _window_in_helper(src: _Source, backward: ast.stmt) -> bool:
+    """Whether the backward statement calls a function of the module whose own loop holds the
+    backward (``self.train_batch(batch)`` running the micro-batch loop): next to that call is
+    after the window, not in it."""
+    lines = helper_lines("".join(line for _, line in src.rows), backward.lineno, depth=1)
+    loops = [n for n in ast.walk(src.tree) if isinstance(n, (ast.For, ast.While)) and n.lineno in lines]
+    return any(isinstance(c, ast.Attribute) and c.attr == "backward" for loop in loops for c in ast.walk(loop))
+
+
 def _into_micro(anchor: str) -> Callable[[_Source, Anchors], int]:
     def mutate(src: _Source, a: Anchors) -> int:
         stmt = src.statement(a.get(anchor), anchor)
-        src.move(stmt, src.statement(a.get("backward"), "backward"), after=True)
+        _alone(stmt, anchor, a)
+        backward = src.statement(a.get("backward"), "backward")
+        if _window_in_helper(src, backward):
+            raise NotApplicable("the backward anchor calls the helper that runs the micro-batch loop")
+        src.move(stmt, backward, after=True)
         return stmt.lineno
     return mutate
 
@@ -189,7 +215,10 @@ def _clip_after_step(src: _Source, a: Anchors) -> int:
 
 def _scheduler_before_step(src: _Source, a: Anchors) -> int:
     sched = src.statement(a.get("scheduler"), "scheduler")
-    src.move(sched, src.statement(a.get("step"), "step"), after=False)
+    step = src.statement(a.get("step"), "step")
+    if sched.lineno < step.lineno:
+        raise NotApplicable("the scheduler already comes before the step (a protocol of its own)")
+    src.move(sched, step, after=False)
     return sched.lineno
 
 

@@ -61,6 +61,12 @@ class ModuleFacts:
     token_masking: bool = False  # `ignore_index` or a -100 label mask appears in the module
     extra_names: dict[str, Kind] = field(default_factory=dict)
     unknown: frozenset[str] = frozenset()  # names the project assigns objects of different kinds
+    unclassified: frozenset[str] = frozenset()
+    """Names holding an instance of a project class whose kind the class does not show (no library
+    base, no optimizer-like ``step``): what its methods do is the project's own."""
+    window_counters: dict[str, tuple[str, int]] = field(default_factory=dict)
+    """Methods of project objects that count calls and say when a window ends (``history.step``: the
+    attribute counted, the position of N; gradlint/project/window_counters.py)."""
     sets_epoch: bool = False  # the module calls some sampler's or loader's `set_epoch(...)`
     distributed_loaders: dict[str, str | None] = field(default_factory=dict)
     """Loaders built as ``DataLoader(..., sampler=<a shuffling DistributedSampler>)``, with the

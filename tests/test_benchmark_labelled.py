@@ -306,6 +306,57 @@ def test_not_applicable() -> None:
     assert mutate(text, by_name["clip-after-step"], OK_ANCHORS, accumulates=False).code == "GL301"
 
 
+ONE_UPDATE_CALL = """\
+class Parser:
+    def fit(self, loader, optimizer, history, n):
+        for batch in loader:
+            loss = self.model(batch) / n
+            loss.backward()
+            if history.step(n):
+                self._step(optimizer)
+
+    def _step(self, optimizer):
+        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)
+        optimizer.step()
+        optimizer.zero_grad()
+"""
+
+WINDOW_IN_HELPER = """\
+class Trainer:
+    def train_batch(self, micro_batches):
+        for micro_batch in micro_batches:
+            self.model(micro_batch).backward()
+
+    def train_step(self, batch):
+        self.optim.zero_grad()
+        self.train_batch(batch.chunk(4))
+        self.clip()
+        for group in self.optim.param_groups:
+            group["lr"] = self.scheduler.get_lr(self.step)
+        self.optim.step()
+"""
+
+
+def test_mutations_that_would_not_inject_one_defect_do_not_apply() -> None:
+    by_name = {k.name: k for k in KINDS}
+    # the labelled clip, step and scheduler are one helper call: moving it injects three defects
+    with pytest.raises(NotApplicable, match="also holds the step anchor"):
+        mutate(ONE_UPDATE_CALL, by_name["clip-into-micro-batch"],
+               {"backward": 5, "clip": 7, "step": 7, "scheduler": 7}, accumulates=True)
+    # beside a call that runs the whole micro-batch loop is after the window, not in it
+    with pytest.raises(NotApplicable, match="runs the micro-batch loop"):
+        mutate(WINDOW_IN_HELPER, by_name["step-into-micro-batch"],
+               {"backward": 8, "clip": 9, "step": 12}, accumulates=True)
+    # a scheduler already before the step (it sets the coming update's rate): moving changes nothing
+    with pytest.raises(NotApplicable, match="already comes before the step"):
+        mutate(WINDOW_IN_HELPER, by_name["scheduler-before-step"],
+               {"backward": 8, "scheduler": 10, "step": 12}, accumulates=True)
+    # a backward helper without a loop of its own is still a place in the window
+    helper = WINDOW_IN_HELPER.replace("        for micro_batch in micro_batches:\n    ", "")
+    assert mutate(helper, by_name["step-into-micro-batch"], {"backward": 7, "step": 11},
+                  accumulates=True).expected_line == 8
+
+
 HELPERS = """\
 class Hook:
     def clip(self, params):

@@ -130,3 +130,23 @@ def test_returned_kinds(reader: tuple[KindReader, Path], name: str, expected: Ki
     function = kinds.index.lookup(root / "trainer" / "factory.py", name)
     assert isinstance(function, Definition)
     assert kinds.returned(function) is expected
+
+
+@pytest.mark.parametrize(("annotation", "expected"), [
+    ("Runner", "Runner"),
+    ("sched.Warmup", "sched.Warmup"),
+    ("Optional[sched.Warmup]", "sched.Warmup"),      # an optional argument holds the class or None
+    ("typing.Optional[Warmup]", "Warmup"),
+    ("Warmup | None", "Warmup"),
+    ("None | Warmup", "Warmup"),
+    ("'Warmup | None'", "Warmup"),                   # a forward reference
+    ("Warmup | Cosine", None),                       # two classes: neither
+    ("list[Warmup]", None),                          # a container is not an instance
+    ("'not valid ('", None),
+])
+def test_annotated_class_names(annotation: str, expected: str | None) -> None:
+    import ast
+
+    from gradlint.project.kinds import annotated_name
+
+    assert annotated_name(ast.parse(annotation, mode="eval").body) == expected

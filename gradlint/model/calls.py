@@ -56,6 +56,8 @@ def _classify(call: cst.Call, facts: ModuleFacts) -> RoleRecord | None:
         return _classify_function(call, dotted(func) or attr, facts)
     if _CLIP_NAME.search(attr) and kind is None:
         return RoleRecord(Role.CLIP, None, framework="torch")
+    if _CLIP_NAME.search(attr) and kind is Kind.OPTIMIZER:  # a wrapper's own (it may unscale first: no GL303)
+        return RoleRecord(Role.CLIP, receiver, kind, framework="optimizer")
     if attr == "zero_" and isinstance(func.value, cst.Attribute) and func.value.attr.value == "grad":
         return RoleRecord(Role.ZERO_GRAD, receiver)
     return None

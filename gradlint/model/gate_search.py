@@ -26,7 +26,7 @@ def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], acc
             continue
         test = read_gate(node.test, _lookup(owner, collector), collector.counters, owner.text_of)
         if test is None:
-            test = _last_micro_batch(owner, site, micro or [])
+            test = _last_micro_batch(owner, site, micro or []) or _window_call(owner, node.test)
         if test is None:
             continue
         gate = _gate(owner, node, ancestors, test, root)
@@ -75,6 +75,21 @@ def _last_micro_batch(unit: UnitModel, site: Site[cst.If], micro: list[cst.CSTNo
             if index is not None:
                 return read_last_micro_batch(site.node.test, index)
     return None
+
+
+def _window_call(unit: UnitModel, expr: cst.BaseExpression) -> GateTest | None:
+    """``if history.step(N):`` where ``history`` holds a project object whose ``step`` counts its
+    calls and is true on every N-th (gradlint/project/window_counters.py): true at an update,
+    the counter incremented before the test."""
+    name = dotted(expr.func) if isinstance(expr, cst.Call) else None
+    reading = unit.facts.window_counters.get(name) if name else None
+    if reading is None or not isinstance(expr, cst.Call) or name is None:
+        return None
+    args = [a.value for a in expr.args if a.keyword is None and not a.star]
+    attribute, position = reading
+    if len(args) <= position:
+        return None
+    return GateTest(True, f"{name.rsplit('.', 1)[0]}.{attribute}", args[position], offset_one=True)
 
 
 def _lookup(owner: UnitModel, collector: Collector) -> Lookup:

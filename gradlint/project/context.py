@@ -20,6 +20,7 @@ from gradlint.project.kinds import KindReader, ObjectKinds, local_kinds
 from gradlint.project.loaders import LoaderTracer
 from gradlint.project.schedules import schedule_factories
 from gradlint.project.symbols import ClassInfo, Definition, Target
+from gradlint.project.window_counters import window_counters
 from gradlint.screen import ModuleFacts, Screen, Unit, screen
 from gradlint.source import python_lines
 
@@ -56,22 +57,32 @@ class ProjectContext:
             return facts
         bindings = dict(facts.bindings)
         unknown = set(facts.unknown)
+        unclassified = set(facts.unclassified)
+        counters = dict(facts.window_counters)
         if cls is not None:
-            _merge(bindings, unknown, self.kinds.attributes(cls), "self.")
+            attributes = self.kinds.attributes(cls)
+            _merge(bindings, unknown, attributes, "self.")
+            unclassified |= self._unclassified(attributes, "self.")
+            counters |= window_counters(self.kinds, attributes, "self.")
         node = self.kinds.node(definition)
         per_epoch = facts.per_epoch_units
         if self._called_per_epoch(path, unit.name, cls):
             per_epoch = per_epoch | {(unit.class_name, unit.name)}
         if node is None:
-            return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown), per_epoch_units=per_epoch)
-        _merge(bindings, unknown, local_kinds(self.kinds, definition, cls, node), "")
+            return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown), per_epoch_units=per_epoch,
+                                       unclassified=frozenset(unclassified), window_counters=counters)
+        local = local_kinds(self.kinds, definition, cls, node)
+        _merge(bindings, unknown, local, "")
+        unclassified |= self._unclassified(local, "")
+        counters |= window_counters(self.kinds, local, "")
         loaders = dict(facts.distributed_loaders)  # loaders whose DistributedSampler is built elsewhere
         loaders.update((name, None) for name in self.loaders.distributed_names(definition, cls, node) - set(loaders))
         sets_epoch = facts.sets_epoch or (loaders != facts.distributed_loaders
                                           and self.loaders.reaches_set_epoch(definition, cls, node))
         return dataclasses.replace(facts, bindings=bindings, unknown=frozenset(unknown), distributed_loaders=loaders,
                                    sets_epoch=sets_epoch, per_epoch_units=per_epoch,
-                                   schedule_factories=schedule_factories(self.kinds, definition, cls, node))
+                                   schedule_factories=schedule_factories(self.kinds, definition, cls, node),
+                                   unclassified=frozenset(unclassified), window_counters=counters)
 
     def _called_per_epoch(self, path: Path, name: str, cls: ClassInfo | None) -> bool:
         """Whether the project calls function ``name`` of module ``path`` (or method ``name`` of
@@ -99,6 +110,11 @@ class ProjectContext:
             tree = self.index.tree(found)
             return epoch_calls(tree) if tree is not None else None
         return self.index.derived(path, "epoch-calls", make)
+
+    def _unclassified(self, found: ObjectKinds, prefix: str) -> set[str]:
+        """The names in ``found`` holding an instance of a project class of no kind the reader can tell."""
+        return {prefix + name for name, cls in found.instances.items()
+                if cls is not None and name not in found.kinds and self.kinds.class_kind(cls) is None}
 
     def _definition(self, path: Path, unit: Unit) -> tuple[Definition | None, ClassInfo | None]:
         symbols = self.index.symbols(path)

@@ -229,7 +229,7 @@ class _Assignments:
     def run(self, node: ast.FunctionDef | ast.AsyncFunctionDef) -> None:
         arguments = node.args
         for arg in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs):
-            annotation = dotted_name(arg.annotation) if arg.annotation is not None else None
+            annotation = annotated_name(arg.annotation) if arg.annotation is not None else None
             found = self.reader.index.lookup(self.function.path, annotation) if annotation else None
             if isinstance(found, ClassInfo):  # `def after_train_iter(self, runner: Runner)`
                 self.locals.add_instance(arg.arg, found)
@@ -419,6 +419,22 @@ def _unpacked_sources(iterable: ast.Call, count: int) -> list[ast.expr | None]:
     if func == "items" and isinstance(iterable.func, ast.Attribute) and not args and count == 2:
         return [None, ast.Call(ast.Attribute(iterable.func.value, "values", ast.Load()), [], [])]
     return [None] * count
+
+
+def annotated_name(annotation: ast.expr) -> str | None:
+    """The dotted class name an annotation names: ``Runner``, ``Optional[sched.Warmup]``,
+    ``Warmup | None``, ``"Warmup"``; None for anything else."""
+    if isinstance(annotation, ast.Constant) and isinstance(annotation.value, str):
+        try:
+            annotation = ast.parse(annotation.value, mode="eval").body
+        except SyntaxError:
+            return None
+    if isinstance(annotation, ast.Subscript) and dotted_name(annotation.value) in ("Optional", "typing.Optional"):
+        annotation = annotation.slice
+    if isinstance(annotation, ast.BinOp) and isinstance(annotation.op, ast.BitOr):
+        sides = [s for s in (annotation.left, annotation.right) if not (isinstance(s, ast.Constant) and s.value is None)]
+        annotation = sides[0] if len(sides) == 1 else annotation
+    return dotted_name(annotation)
 
 
 def _is_self_attribute(node: ast.expr) -> bool:

@@ -5,6 +5,8 @@ from __future__ import annotations
 import sys
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, TrainingLoop
@@ -24,8 +26,8 @@ class ClipAfterStep(Rule):
             horizon = _next_backward_or_end(loop, clip)
             stepped = {s.target for s in steps}
             if any(clip.order < e.order < horizon and not e.closure and e.target not in stepped
-                   for e in loop.of(Role.STEP)):
-                continue  # another optimizer steps after the clip (GANs, several optimizers)
+                   and not _conditional_to(e, clip) for e in loop.of(Role.STEP)):
+                continue  # another optimizer steps after the clip, whenever it runs (GANs, several optimizers)
             step = call_text(loop, steps[-1])
             yield Finding(clip.span, f"{call_text(loop, clip)} runs after {step}; clip before the step",
                           self.fix(_clip_before, loop, clip, steps[-1]),
@@ -71,6 +73,12 @@ def _steps_between(loop: TrainingLoop, after: Event | None, before: Event) -> li
         if not e.closure and e.place is before.place and loop.flows(e, before)
         and (after is None or loop.flows(after, e))
     ]
+
+
+def _conditional_to(step: Event, clip: Event) -> bool:
+    """Whether ``step`` sits under an ``if`` that ``clip`` is not under: on the path where it is
+    false, the clip follows only the earlier step (``if transformer_optimizer: ...step()``)."""
+    return any(isinstance(node, cst.If) and not clip.inside(node) for node in step.ancestors)
 
 
 def _next_backward_or_end(loop: TrainingLoop, event: Event) -> int:

@@ -16,8 +16,8 @@ class SchedulerBeforeOptimizer(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for sched in loop.of(Role.SCHEDULER_STEP):
-            if sched.metric:
-                continue
+            if sched.metric or sched.receiver in sched.unit.facts.unclassified:
+                continue  # a project scheduler class of its own may set the coming update's rate in step()
             optimizer = scheduled_optimizer(loop, sched)  # its own optimizer's steps only, when known
             steps = [s for s in update_steps(loop) if optimizer is None or s.target == optimizer]
             if _follows_a_step(loop, sched, steps):
