@@ -46,7 +46,7 @@ class Item(enum.Enum):
     LOOP = "loop"
     IF = "if"
     WITH = "with"
-    CALLEE = "callee"  # the last name of a call, for TrainingLoop.callees
+    CALLEE = "callee"  # the last name of a call with no role, for TrainingLoop.callees
     CALL = "call"  # a call with no role of its own: perhaps a project function's, followed
 
 
@@ -176,8 +176,8 @@ class _Walker(cst.CSTVisitor):
         if found:
             for record in found:
                 self._add(record, call)
-        else:
-            self.items.append(SummaryItem(Item.CALL, call, ancestors))
+            return  # its role says what it does: not a callee that may zero (TrainingLoop.calls_zeroing)
+        self.items.append(SummaryItem(Item.CALL, call, ancestors))
         callee = dotted(call.func) or ""
         if callee:
             self.items.append(SummaryItem(Item.CALLEE, call, ancestors, name=callee.rsplit(".", 1)[-1]))
