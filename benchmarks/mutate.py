@@ -78,7 +78,7 @@ def mutants_of(lab: LabelFile, loop: Loop, text: str, original: Sequence[Finding
             mutant = mutate(text, kind, loop.anchors, loop.accumulates, (loop.first, loop.last))
         except NotApplicable:
             continue
-        base = Outcome(lab.package, loop.path, loop.id, kind.name, kind.code,
+        base = Outcome(lab.package, loop.path, loop.id, kind.name, mutant.code,
                        mutant.expected_line, "unparseable")
         if not parses(mutant.text):
             made.append(base)

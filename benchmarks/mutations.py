@@ -67,6 +67,8 @@ class _Source:
         self.tree = ast.parse(text)
         self.loop = loop
         """The loop's first and last lines (original numbers)."""
+        self.code: str | None = None
+        """The code the mutant must get when it is not its kind's (set by the rewrite)."""
         self.rows: list[Row] = [[i + 1, line] for i, line in enumerate(text.splitlines(True))]
         if self.rows and not self.rows[-1][1].endswith("\n"):
             self.rows[-1][1] += "\n"
@@ -181,9 +183,37 @@ def _divisions(node: ast.AST) -> list[ast.BinOp]:
 def _into_micro(anchor: str) -> Callable[[_Source, Anchors], int]:
     def mutate(src: _Source, a: Anchors) -> int:
         stmt = src.statement(a.get(anchor), anchor)
-        src.move(stmt, src.statement(a.get("backward"), "backward"), after=True)
+        backward = src.statement(a.get("backward"), "backward")
+        if _calls_micro_loop(src, backward):
+            raise NotApplicable("the backward anchor calls a helper holding the whole micro-batch loop: "
+                                "a statement moved after it stays at the boundary")
+        if anchor == "zero_grad" and _accumulate_block(src, backward) and _optimizer(_receiver(_zeroings(stmt)[0])
+                                                                             if _zeroings(stmt) else None):
+            src.code = "GL305"  # Accelerate skips it until the boundary, where it runs between backward and step
+        src.move(stmt, backward, after=True)
         return stmt.lineno
     return mutate
+
+
+def _accumulate_block(src: _Source, stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` is inside ``with <accelerator>.accumulate(...):``."""
+    return any(isinstance(node, (ast.With, ast.AsyncWith)) and any(
+        isinstance(item.context_expr, ast.Call) and isinstance(item.context_expr.func, ast.Attribute)
+        and item.context_expr.func.attr == "accumulate" for item in node.items) for node in _ancestors(src, stmt))
+
+
+def _calls_micro_loop(src: _Source, stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` calls (by name, ``self.f(...)`` or ``f(...)``) a function of the module
+    whose body runs a backward inside a loop: the micro-batch loop is in that helper."""
+    names = {c.func.attr if isinstance(c.func, ast.Attribute) else c.func.id
+             for c in ast.walk(stmt) if isinstance(c, ast.Call) and isinstance(c.func, (ast.Attribute, ast.Name))}
+    if "backward" in names:
+        return False
+    return any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in names and any(
+        isinstance(loop, (ast.For, ast.While)) and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
+            for c in ast.walk(loop))
+        for loop in ast.walk(f)) for f in ast.walk(src.tree))
 
 
 def _clip_after_step(src: _Source, a: Anchors) -> int:
@@ -434,7 +464,7 @@ def mutate(text: str, kind: Kind, anchors: Anchors, accumulates: bool,
     except (SyntaxError, ValueError):
         raise NotApplicable("the original does not parse") from None
     expected = kind.apply(src, anchors)
-    mutant = src.result(kind.name, kind.code, expected)
+    mutant = src.result(kind.name, src.code or kind.code, expected)
     if mutant.text == text:
         raise NotApplicable("the rewrite changes nothing")
     return mutant

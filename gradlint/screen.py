@@ -27,7 +27,7 @@ from gradlint.names import (
 from gradlint.source import parse_python
 from gradlint.sync_facts import sync_facts
 
-_TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step", "zero_grad", "unscale_"} | CLIP_FUNCTIONS
+_TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step", "zero_grad", "clear_grad", "unscale_"} | CLIP_FUNCTIONS
                             | FRAMEWORK_CLIP_METHODS)
 """Calls that make a unit a candidate: a helper that only zeroes, unscales or clips is followed
 from the loop that calls it (``self._clip_gradients()`` on every micro-batch)."""
@@ -224,7 +224,7 @@ class _Collector(ast.NodeVisitor):
             self._calls[-1].add(func.id)
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             self._calls[-1].add(func.attr)
-        if isinstance(node.func, ast.Attribute) and node.func.attr in ("zero_grad", "zero_"):
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("zero_grad", "zero_", "clear_grad", "clear_gradients"):
             self._zeroes()
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("prepare", "prepare_scheduler"):
             self._prepares(node.args)

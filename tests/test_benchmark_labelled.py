@@ -469,3 +469,46 @@ def test_drop_zero_grad_keeps_a_zeroing_off_the_path_or_of_another_optimizer(bod
 def test_drop_zero_grad_needs_a_backward_in_the_loop() -> None:
     with pytest.raises(NotApplicable, match="no backward in the loop"):
         _drop_zero("        optimizer.zero_grad()\n", 5, backward=None)
+
+
+HELPER_WINDOW = """\
+class Trainer:
+    def train_batch(self, batch):
+        for micro in batch.split(4):
+            self.model(micro).backward()
+
+    def train_step(self, batch):
+        self.optim.zero_grad()
+        self.train_batch(batch)
+        self.optim.step()
+"""
+
+
+@pytest.mark.parametrize("name", ["zero-grad-into-micro-batch", "step-into-micro-batch"])
+def test_into_micro_batch_needs_a_backward_in_the_window(name: str) -> None:
+    """The backward anchor calls the helper holding the whole micro-batch loop: a call moved
+    after it stays after the window (at the boundary), no micro-batch defect."""
+    kind = next(k for k in KINDS if k.name == name)
+    with pytest.raises(NotApplicable, match="helper holding the whole micro-batch loop"):
+        mutate(HELPER_WINDOW, kind, {"backward": 8, "zero_grad": 7, "step": 9}, True, (6, 9))
+
+
+ACCUMULATE = """\
+def train(accelerator, model, loader, optimizer):
+    for batch in loader:
+        with accelerator.accumulate(model):
+            optimizer.zero_grad()
+            accelerator.backward(model(batch))
+            optimizer.step()
+"""
+
+
+def test_zero_grad_after_the_backward_under_accumulate_is_a_zero_before_step() -> None:
+    """Accelerate skips a prepared optimizer's zero_grad until the boundary micro-batch, where
+    it runs between that backward and the step: GL305, not GL103. A model's zero_grad is not
+    skipped: GL103."""
+    kind = next(k for k in KINDS if k.name == "zero-grad-into-micro-batch")
+    mutant = mutate(ACCUMULATE, kind, {"backward": 5, "zero_grad": 4, "step": 6}, True, (2, 6))
+    assert (mutant.code, mutant.expected_line) == ("GL305", 5)
+    model_zero = ACCUMULATE.replace("optimizer.zero_grad()", "model.zero_grad()")
+    assert mutate(model_zero, kind, {"backward": 5, "zero_grad": 4, "step": 6}, True, (2, 6)).code == "GL103"
