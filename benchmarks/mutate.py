@@ -1,7 +1,7 @@
 """The mutation harness: inject one catalogue defect at a time into every loop labelled
 "correct" of the labelled benchmark and check that gradlint reports exactly it.
 
-    python benchmarks/mutate.py [--only PACKAGE] [--source-dir DIR] [--json]
+    python benchmarks/mutate.py [--only PACKAGE] [--kind KIND] [--source-dir DIR] [--json]
 
 For each such loop and each mutation kind whose anchors the loop has (see
 ``mutations.py``), the mutated file is linted through gradlint's stdin from the package
@@ -27,7 +27,7 @@ from pathlib import Path
 from labelled import add_common, load_labels, resolve
 from labelled_sources import Finding, SourceError, lint_files, lint_text
 from labelset import LabelError, LabelFile, Loop
-from mutations import KINDS, Mutant, NotApplicable, helper_lines, mutate, parses
+from mutations import KINDS, Kind, Mutant, NotApplicable, helper_lines, mutate, parses
 
 
 @dataclass(frozen=True)
@@ -69,16 +69,16 @@ class _Job:
     shifted: frozenset[tuple[str, int]]
 
 
-def mutants_of(lab: LabelFile, loop: Loop, text: str,
-               original: Sequence[Finding]) -> list[Outcome | _Job]:
+def mutants_of(lab: LabelFile, loop: Loop, text: str, original: Sequence[Finding],
+               kinds: Sequence[Kind] = KINDS) -> list[Outcome | _Job]:
     """Every applicable mutant of one correct loop: an unparseable outcome or a job."""
     made: list[Outcome | _Job] = []
-    for kind in KINDS:
+    for kind in kinds:
         try:
-            mutant = mutate(text, kind, loop.anchors, loop.accumulates)
+            mutant = mutate(text, kind, loop.anchors, loop.accumulates, (loop.first, loop.last))
         except NotApplicable:
             continue
-        base = Outcome(lab.package, loop.path, loop.id, kind.name, kind.code,
+        base = Outcome(lab.package, loop.path, loop.id, kind.name, mutant.code,
                        mutant.expected_line, "unparseable")
         if not parses(mutant.text):
             made.append(base)
@@ -101,8 +101,10 @@ def judge(job: _Job, findings: Sequence[Finding]) -> Outcome:
                    reported=tuple(f"{c}:{n}" for c, n in new))
 
 
-def run_package(lab: LabelFile, root: Path, harness: Harness, jobs: int) -> None:
-    """Every correct loop with anchors of one package; ``jobs`` gradlint runs at a time."""
+def run_package(lab: LabelFile, root: Path, harness: Harness, jobs: int,
+                kinds: Sequence[Kind] = KINDS) -> None:
+    """Every correct loop with anchors of one package, mutated by ``kinds``; ``jobs`` gradlint
+    runs at a time."""
     loops = [lp for lp in lab.loops if lp.verdict == "correct" and any(lp.anchors.values())]
     if not loops:
         return
@@ -120,17 +122,17 @@ def run_package(lab: LabelFile, root: Path, harness: Harness, jobs: int) -> None
         except UnicodeDecodeError:
             harness.dirty.append(f"{lab.package}/{loop.path}: not UTF-8, not mutated (loop {loop.id})")
             continue
-        made += mutants_of(lab, loop, text, by_path[loop.path])
+        made += mutants_of(lab, loop, text, by_path[loop.path], kinds)
     todo = [m for m in made if isinstance(m, _Job)]
     with ThreadPoolExecutor(max_workers=max(1, jobs)) as pool:
         linted = iter(list(pool.map(lambda j: lint_text(root, j.base.path, j.mutant.text), todo)))
     harness.outcomes += [judge(m, next(linted)) if isinstance(m, _Job) else m for m in made]
 
 
-def shares(harness: Harness) -> list[dict[str, object]]:
+def shares(harness: Harness, kinds: Sequence[Kind] = KINDS) -> list[dict[str, object]]:
     """Per mutation kind and overall: mutants, caught, missed, unparseable."""
     rows = []
-    for name, code in [(k.name, k.code) for k in KINDS] + [("overall", "")]:
+    for name, code in [(k.name, k.code) for k in kinds] + [("overall", "")]:
         mine = [o for o in harness.outcomes if name in ("overall", o.kind)]
         caught = sum(o.status == "caught" for o in mine)
         missed = sum(o.status == "missed" for o in mine)
@@ -140,12 +142,12 @@ def shares(harness: Harness) -> list[dict[str, object]]:
     return rows
 
 
-def report(harness: Harness) -> str:
+def report(harness: Harness, kinds: Sequence[Kind] = KINDS) -> str:
     """The text report: the table of shares, the misses and the unclean originals."""
     out = [f"correct loops with anchors: {harness.loops}, mutants: {len(harness.outcomes)}", "",
            "| kind | code | caught | missed | unparseable | share caught |",
            "| --- | --- | ---: | ---: | ---: | ---: |"]
-    for r in shares(harness):
+    for r in shares(harness, kinds):
         share = r["share"]
         shown = f"{100 * share:.1f}%" if isinstance(share, float) else "n/a"
         out.append(f"| {r['kind']} | {r['code']} | {r['caught']} | {r['missed']} "
@@ -165,7 +167,10 @@ def main(argv: Sequence[str] | None = None) -> int:
     add_common(parser)
     parser.add_argument("--jobs", "-j", type=int, default=1,
                         help="mutants linted at a time (default 1: the in-process project index is not thread-safe)")
+    parser.add_argument("--kind", action="append", default=[], metavar="KIND",
+                        choices=[k.name for k in KINDS], help="only this mutation kind (repeatable)")
     args = parser.parse_args(argv)
+    kinds = tuple(k for k in KINDS if not args.kind or k.name in args.kind)
     try:
         roots = resolve(load_labels(args.labels_dir, args.only), args.source_dir)
     except LabelError as exc:
@@ -177,16 +182,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     harness = Harness()
     try:
         for lab, root in roots:
-            run_package(lab, root, harness, args.jobs)
+            run_package(lab, root, harness, args.jobs, kinds)
     except SourceError as exc:
         print(f"mutate: {exc}", file=sys.stderr)
         return 1
     if args.json:
-        print(json.dumps({"loops": harness.loops, "shares": shares(harness),
+        print(json.dumps({"loops": harness.loops, "shares": shares(harness, kinds),
                           "outcomes": [asdict(o) for o in harness.outcomes],
                           "unclean_originals": harness.dirty}, indent=2))
     else:
-        print(report(harness))
+        print(report(harness, kinds))
     return 0
 
 

@@ -14,6 +14,9 @@ from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gradlint.names import Kind as ObjectKind
+from gradlint.names import kind_by_name
+
 Anchors = Mapping[str, int | None]
 
 
@@ -60,8 +63,12 @@ def _indent(text: str) -> str:
 class _Source:
     """A file being mutated: its tree and lines tagged with their original numbers."""
 
-    def __init__(self, text: str) -> None:
+    def __init__(self, text: str, loop: tuple[int, int] = (1, 0)) -> None:
         self.tree = ast.parse(text)
+        self.loop = loop
+        """The loop's first and last lines (original numbers)."""
+        self.code: str | None = None
+        """The code the mutant must get when it is not its kind's (set by the rewrite)."""
         self.rows: list[Row] = [[i + 1, line] for i, line in enumerate(text.splitlines(True))]
         if self.rows and not self.rows[-1][1].endswith("\n"):
             self.rows[-1][1] += "\n"
@@ -200,11 +207,36 @@ def _into_micro(anchor: str) -> Callable[[_Source, Anchors], int]:
         stmt = src.statement(a.get(anchor), anchor)
         _alone(stmt, anchor, a)
         backward = src.statement(a.get("backward"), "backward")
-        if _window_in_helper(src, backward):
-            raise NotApplicable("the backward anchor calls the helper that runs the micro-batch loop")
+        if _window_in_helper(src, backward) or _calls_micro_loop(src, backward):
+            raise NotApplicable("the backward anchor calls a helper holding the whole micro-batch loop: "
+                                "a statement moved after it stays at the boundary")
+        if anchor == "zero_grad" and _accumulate_block(src, backward) and _optimizer(_receiver(_zeroings(stmt)[0])
+                                                                             if _zeroings(stmt) else None):
+            src.code = "GL305"  # Accelerate skips it until the boundary, where it runs between backward and step
         src.move(stmt, backward, after=True)
         return stmt.lineno
     return mutate
+
+
+def _accumulate_block(src: _Source, stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` is inside ``with <accelerator>.accumulate(...):``."""
+    return any(isinstance(node, (ast.With, ast.AsyncWith)) and any(
+        isinstance(item.context_expr, ast.Call) and isinstance(item.context_expr.func, ast.Attribute)
+        and item.context_expr.func.attr == "accumulate" for item in node.items) for node in _ancestors(src, stmt))
+
+
+def _calls_micro_loop(src: _Source, stmt: ast.stmt) -> bool:
+    """Whether ``stmt`` calls (by name, ``self.f(...)`` or ``f(...)``) a function of the module
+    whose body runs a backward inside a loop: the micro-batch loop is in that helper."""
+    names = {c.func.attr if isinstance(c.func, ast.Attribute) else c.func.id
+             for c in ast.walk(stmt) if isinstance(c, ast.Call) and isinstance(c.func, (ast.Attribute, ast.Name))}
+    if "backward" in names:
+        return False
+    return any(isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef)) and f.name in names and any(
+        isinstance(loop, (ast.For, ast.While)) and any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "backward"
+            for c in ast.walk(loop))
+        for loop in ast.walk(f)) for f in ast.walk(src.tree))
 
 
 def _clip_after_step(src: _Source, a: Anchors) -> int:
@@ -248,9 +280,105 @@ def _next_statement(src: _Source, stmt: ast.stmt) -> ast.stmt | None:
 
 
 def _drop_zero_grad(src: _Source, a: Anchors) -> int:
+    """Delete the update's zeroing: the anchored statement, or the ``if`` whose branches are
+    all zeroings of it (``if fused: opt.zero_grad() else: opt.zero_grad(set_to_none=True)``).
+    Not applicable when another zeroing of the same gradients remains on its path in the loop
+    (the deleted one was redundant: no defect), nor to a loop without a backward (a step-only
+    boundary function, whose caller runs the backward: GL304 is a loop running both)."""
+    if a.get("backward") is None:
+        raise NotApplicable("no backward in the loop: a step-only boundary function (GL304 is a loop running both)")
     step = src.statement(a.get("step"), "step")
-    src.remove(src.statement(a.get("zero_grad"), "zero_grad"))
+    zero = src.statement(a.get("zero_grad"), "zero_grad")
+    parent = src.parents.get(zero)
+    while isinstance(parent, ast.If) and _only_zeroing(parent):
+        zero, parent = parent, src.parents.get(parent)
+    gone = _zeroings(zero)
+    kept = [z for z in _zeroings(src.tree) if src.loop[0] <= z.lineno <= src.loop[1] and z not in gone]
+    if any(_same_gradients(g, k) and _same_path(src, g, k) for g in gone for k in kept):
+        raise NotApplicable("another zeroing of the same gradients remains in the loop")
+    src.remove(zero)
     return step.lineno
+
+
+def _zeroings(node: ast.AST) -> list[ast.AST]:
+    """The zeroing calls and statements in ``node``: ``x.zero_grad(...)``, ``x.grad.zero_()``,
+    ``x.grad = None``."""
+    found: list[ast.AST] = []
+    for n in ast.walk(node):
+        if isinstance(n, ast.Call) and isinstance(n.func, ast.Attribute) and (
+                n.func.attr == "zero_grad" or (n.func.attr == "zero_" and _grad(n.func.value))):
+            found.append(n)
+        elif isinstance(n, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in n.targets) \
+                and isinstance(n.value, ast.Constant) and n.value.value is None:
+            found.append(n)
+    return found
+
+
+def _grad(node: ast.expr) -> bool:
+    while isinstance(node, ast.Attribute) and node.attr == "data":
+        node = node.value
+    return isinstance(node, ast.Attribute) and node.attr == "grad"
+
+
+def _only_zeroing(node: ast.If) -> bool:
+    """Every branch of ``node`` (an ``else`` included, ``elif`` chains followed) holds nothing
+    but zeroings."""
+    if not node.orelse or not _zeroing_block(node.body):
+        return False
+    rest = node.orelse
+    if len(rest) == 1 and isinstance(rest[0], ast.If):
+        return _only_zeroing(rest[0])
+    return _zeroing_block(rest)
+
+
+def _zeroing_block(block: list[ast.stmt]) -> bool:
+    return all(isinstance(s, ast.Expr) and len(_zeroings(s)) == 1 for s in block)
+
+
+def _receiver(node: ast.AST) -> str | None:
+    """``opt`` for ``opt.zero_grad()``; None for a zeroing of parameters' ``.grad``."""
+    if isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr == "zero_grad":
+        return ast.unparse(node.func.value)
+    return None
+
+
+def _same_gradients(gone: ast.AST, kept: ast.AST) -> bool:
+    """Whether zeroing ``kept`` clears what ``gone`` cleared: the same receiver, or either is
+    not an optimizer's (a model's ``zero_grad``, ``p.grad = None``: perhaps every parameter).
+    Two different optimizers' ``zero_grad`` clear different gradients (a GAN's G and D)."""
+    a, b = _receiver(gone), _receiver(kept)
+    return a == b or not (_optimizer(a) and _optimizer(b))
+
+
+def _same_path(src: _Source, gone: ast.AST, kept: ast.AST) -> bool:
+    """Whether ``kept`` may run when ``gone`` did: not in the other branch of an ``if`` around
+    ``gone``, nor in an ``except`` handler that ``gone`` is not in (it runs on failure only)."""
+    around = _ancestors(src, gone)
+    for node in _ancestors(src, kept):
+        if isinstance(node, ast.ExceptHandler) and node not in around:
+            return False
+        if isinstance(node, ast.If) and node in around and _side(src, kept, node) != _side(src, gone, node):
+            return False
+    return True
+
+
+def _ancestors(src: _Source, node: ast.AST) -> list[ast.AST]:
+    found = []
+    while node in src.parents:
+        node = src.parents[node]
+        found.append(node)
+    return found
+
+
+def _side(src: _Source, node: ast.AST, branch: ast.If) -> str:
+    """``body`` or ``orelse``: the side of ``branch`` that holds ``node`` (or ``test``)."""
+    chain = [node, *_ancestors(src, node)]
+    child = chain[chain.index(branch) - 1]
+    return "body" if child in branch.body else "orelse" if child in branch.orelse else "test"
+
+
+def _optimizer(receiver: str | None) -> bool:
+    return receiver is not None and kind_by_name(receiver) is ObjectKind.OPTIMIZER
 
 
 def _drop_scaling(src: _Source, a: Anchors) -> int:
@@ -349,18 +477,20 @@ KINDS: tuple[Kind, ...] = (
 )
 
 
-def mutate(text: str, kind: Kind, anchors: Anchors, accumulates: bool) -> Mutant:
+def mutate(text: str, kind: Kind, anchors: Anchors, accumulates: bool,
+           lines: tuple[int, int] = (1, 0)) -> Mutant:
     """The mutant of ``text`` for ``kind``; :class:`NotApplicable` when it does not apply.
+    ``lines`` are the loop's first and last lines.
 
     The mutant may not parse: callers check it (``parses``)."""
     if kind.micro_batch and not accumulates:
         raise NotApplicable("the loop does not accumulate")
     try:
-        src = _Source(text)
+        src = _Source(text, lines)
     except (SyntaxError, ValueError):
         raise NotApplicable("the original does not parse") from None
     expected = kind.apply(src, anchors)
-    mutant = src.result(kind.name, kind.code, expected)
+    mutant = src.result(kind.name, src.code or kind.code, expected)
     if mutant.text == text:
         raise NotApplicable("the rewrite changes nothing")
     return mutant

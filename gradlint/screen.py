@@ -28,7 +28,7 @@ from gradlint.names import (
 from gradlint.source import parse_python
 from gradlint.sync_facts import guarded_calls, sync_facts
 
-_TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step", "zero_grad", "unscale_"} | CLIP_FUNCTIONS
+_TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step", "zero_grad", "clear_grad", "unscale_"} | CLIP_FUNCTIONS
                             | FRAMEWORK_CLIP_METHODS)
 """Calls that make a unit a candidate: a helper that only zeroes, unscales or clips is followed
 from the loop that calls it (``self._clip_gradients()`` on every micro-batch)."""
@@ -58,6 +58,9 @@ class ModuleFacts:
     their prepared schedulers step on every call, also inside ``accumulate()``."""
     functions: dict[str, list[Unit]] = field(default_factory=dict)
     zeroing_functions: set[str] = field(default_factory=set)
+    called_by_zeroing: set[str] = field(default_factory=set)
+    """Names (``f(...)``, ``self.f(...)``) called by a function or top-level statement of the module
+    that zeroes gradients itself: such a caller may zero for what it calls."""
     token_masking: bool = False  # `ignore_index` or a -100 label mask appears in the module
     extra_names: dict[str, Kind] = field(default_factory=dict)
     unknown: frozenset[str] = frozenset()  # names the project assigns objects of different kinds
@@ -174,6 +177,7 @@ class _Collector(ast.NodeVisitor):
         self.other_units: list[Unit] = []
         self._stack: list[list[bool]] = [[False]]
         self._calls: list[set[str]] = [set()]
+        self._zeroing: list[bool] = [False]  # per function (or top-level statement): it zeroes gradients
         self._class: list[str] = []
         self._function: list[str] = []
         self.callers: list[tuple[Unit, set[str]]] = []  # units without training calls, and what they call
@@ -247,7 +251,7 @@ class _Collector(ast.NodeVisitor):
             self._calls[-1].add(func.id)
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             self._calls[-1].add(func.attr)
-        if isinstance(node.func, ast.Attribute) and node.func.attr in ("zero_grad", "zero_"):
+        if isinstance(node.func, ast.Attribute) and node.func.attr in ("zero_grad", "zero_", "clear_grad", "clear_gradients"):
             self._zeroes()
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("prepare", "prepare_scheduler"):
             self._prepares(node.args)
@@ -261,8 +265,13 @@ class _Collector(ast.NodeVisitor):
                 self.facts.prepared.add(name)
 
     def _zeroes(self) -> None:
+        self._zeroing[-1] = True
         if self._function:
             self.facts.zeroing_functions.add(self._function[-1])
+
+    def _left_scope(self, calls: set[str], zeroes: bool) -> None:
+        if zeroes:
+            self.facts.called_by_zeroing |= calls
 
     # units -------------------------------------------------------------------
     def visit_ClassDef(self, node: ast.ClassDef) -> None:
@@ -277,6 +286,7 @@ class _Collector(ast.NodeVisitor):
         self.facts.functions.setdefault(node.name, []).append(unit)
         self._stack.append([False])
         self._calls.append(set())
+        self._zeroing.append(False)
         outer_class = self._class
         self._class = []
         self._function.append(node.name)
@@ -284,6 +294,7 @@ class _Collector(ast.NodeVisitor):
         self._function.pop()
         self._class = outer_class
         calls = self._calls.pop()
+        self._left_scope(calls, self._zeroing.pop())
         if self._stack.pop()[0]:
             self.units.append(unit)
         else:
@@ -298,7 +309,9 @@ class _Collector(ast.NodeVisitor):
                 continue
             self._stack[-1][0] = False
             self._calls[-1] = set()
+            self._zeroing[-1] = False
             self.visit(stmt)
+            self._left_scope(self._calls[-1], self._zeroing[-1])
             if isinstance(stmt, (ast.For, ast.AsyncFor, ast.While, ast.If, ast.With, ast.AsyncWith, ast.Try)):
                 unit = Unit("<module>", stmt.lineno, stmt.end_lineno or stmt.lineno, 0)
                 if self._stack[-1][0]:

@@ -468,3 +468,98 @@ def test_missing_source_tree_is_one_line(tmp_path: Path) -> None:
 def test_a_file_that_does_not_parse_has_no_mutants() -> None:
     with pytest.raises(NotApplicable, match="the original does not parse"):
         mutate("def train(:\n", KINDS[0], OK_ANCHORS, accumulates=True)
+
+
+
+def _drop_zero(body: str, zero: int, backward: int | None = 3) -> Any:
+    """Drop the zeroing on line ``zero`` of a loop (lines 2 on) whose backward and step are on
+    lines 3 and 4."""
+    text = ("def train(model, loader, optimizer, opt_d, fused, mode):\n    for x in loader:\n"
+            "        model(x).backward()\n        optimizer.step()\n" + body)
+    kind = next(k for k in KINDS if k.name == "drop-zero-grad")
+    lines = (2, len(text.splitlines()))
+    return text, mutate(text, kind, {"backward": backward, "step": 4, "zero_grad": zero}, False, lines)
+
+
+def test_drop_zero_grad_deletes_the_if_of_alternative_zeroings() -> None:
+    text, mutant = _drop_zero("        if fused:\n            optimizer.zero_grad()\n"
+                              "        else:\n            optimizer.zero_grad(set_to_none=True)\n", 6)
+    assert diff(text, mutant.text)[1:] == [
+        "-        if fused:", "-            optimizer.zero_grad()", "-        else:",
+        "-            optimizer.zero_grad(set_to_none=True)"]
+    assert mutant.expected_line == 4
+
+
+@pytest.mark.parametrize("body", [
+    "        optimizer.zero_grad()\n        optimizer.zero_grad(set_to_none=True)\n",
+    "        optimizer.zero_grad()\n        model.zero_grad()\n",
+    "        model.zero_grad()\n        optimizer.zero_grad()\n",
+    "        optimizer.zero_grad()\n        for p in model.parameters():\n            p.grad = None\n",
+])
+def test_drop_zero_grad_skips_a_redundant_zeroing(body: str) -> None:
+    """Another zeroing of the same gradients remains on the path (the same optimizer, or a
+    model's or parameters' zeroing that may clear them): no defect to inject."""
+    with pytest.raises(NotApplicable, match="another zeroing of the same gradients"):
+        _drop_zero(body, 5)
+
+
+@pytest.mark.parametrize("body", [
+    "        optimizer.zero_grad()\n        opt_d.zero_grad()\n",  # another optimizer's
+    "        if mode:\n            optimizer.zero_grad()\n        else:\n            print(mode)\n"
+    "            model.zero_grad()\n",
+    "        try:\n            optimizer.zero_grad()\n        except RuntimeError:\n"
+    "            optimizer.zero_grad()\n",
+])
+def test_drop_zero_grad_keeps_a_zeroing_off_the_path_or_of_another_optimizer(body: str) -> None:
+    zero = 5 if body.startswith("        optimizer") else 6
+    text, mutant = _drop_zero(body, zero)
+    assert mutant.expected_line == 4
+    assert mutant.text.count("zero_grad") == text.count("zero_grad") - 1
+
+
+def test_drop_zero_grad_needs_a_backward_in_the_loop() -> None:
+    with pytest.raises(NotApplicable, match="no backward in the loop"):
+        _drop_zero("        optimizer.zero_grad()\n", 5, backward=None)
+
+
+HELPER_WINDOW = """\
+class Trainer:
+    def train_batch(self, batch):
+        for micro in batch.split(4):
+            self.model(micro).backward()
+
+    def train_step(self, batch):
+        self.optim.zero_grad()
+        self.train_batch(batch)
+        self.optim.step()
+"""
+
+
+@pytest.mark.parametrize("name", ["zero-grad-into-micro-batch", "step-into-micro-batch"])
+def test_into_micro_batch_needs_a_backward_in_the_window(name: str) -> None:
+    """The backward anchor calls the helper holding the whole micro-batch loop: a call moved
+    after it stays after the window (at the boundary), no micro-batch defect."""
+    kind = next(k for k in KINDS if k.name == name)
+    with pytest.raises(NotApplicable, match="helper holding the whole micro-batch loop"):
+        mutate(HELPER_WINDOW, kind, {"backward": 8, "zero_grad": 7, "step": 9}, True, (6, 9))
+
+
+ACCUMULATE = """\
+def train(accelerator, model, loader, optimizer):
+    for batch in loader:
+        with accelerator.accumulate(model):
+            optimizer.zero_grad()
+            accelerator.backward(model(batch))
+            optimizer.step()
+"""
+
+
+def test_zero_grad_after_the_backward_under_accumulate_is_a_zero_before_step() -> None:
+    """Accelerate skips a prepared optimizer's zero_grad until the boundary micro-batch, where
+    it runs between that backward and the step: GL305, not GL103. A model's zero_grad is not
+    skipped: GL103."""
+    kind = next(k for k in KINDS if k.name == "zero-grad-into-micro-batch")
+    mutant = mutate(ACCUMULATE, kind, {"backward": 5, "zero_grad": 4, "step": 6}, True, (2, 6))
+    assert (mutant.code, mutant.expected_line) == ("GL305", 5)
+    model_zero = ACCUMULATE.replace("optimizer.zero_grad()", "model.zero_grad()")
+    assert mutate(model_zero, kind, {"backward": 5, "zero_grad": 4, "step": 6}, True, (2, 6)).code == "GL103"

@@ -14,6 +14,9 @@ from gradlint.screen import ModuleFacts
 _FRAMEWORK_OF = {Kind.ACCELERATOR: "accelerate", Kind.FABRIC: "fabric", Kind.ENGINE: "deepspeed"}
 _STEPPERS = (Kind.OPTIMIZER, Kind.ENGINE, Kind.ENGINE_PART)
 _NATIVE_SCALER = re.compile(r"^loss_scaler$")
+_ZEROING_METHODS = frozenset({"zero_grad", "clear_grad", "clear_gradients"})
+"""An optimizer's or model's zeroing: PyTorch's ``zero_grad``, Paddle's ``clear_grad`` (the same
+loops run on both backends)."""
 _CLIP_NAME = re.compile(r"^clip_\w*grad")
 """A project's own clipping function or method (``clip_l2_grad_norm_``, ``self.clip_grads``)."""
 
@@ -43,7 +46,7 @@ def _classify(call: cst.Call, facts: ModuleFacts) -> RoleRecord | None:
         return RoleRecord(Role.BACKWARD, receiver, kind, loss=first_arg(call), framework="lightning")
     if attr == "step":
         return _classify_step(call, receiver, kind)
-    if attr == "zero_grad":
+    if attr in _ZEROING_METHODS:
         return RoleRecord(Role.ZERO_GRAD, receiver, kind)
     if attr == "unscale_" and kind is Kind.SCALER:
         return RoleRecord(Role.UNSCALE, receiver, kind, target=dotted(first_arg(call)))

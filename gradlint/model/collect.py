@@ -47,7 +47,7 @@ class Item(enum.Enum):
     LOOP = "loop"
     IF = "if"
     WITH = "with"
-    CALLEE = "callee"  # the last name of a call, for TrainingLoop.callees
+    CALLEE = "callee"  # the last name of a call with no role, for TrainingLoop.callees
     CALL = "call"  # a call with no role of its own: perhaps a project function's, followed
 
 
@@ -189,8 +189,8 @@ class _Walker(cst.CSTVisitor):
                 self._add(record, call)
             if _backward_method_call(call, found):
                 self.items[-1] = dataclasses.replace(self.items[-1], followable=True)
-        else:
-            self.items.append(SummaryItem(Item.CALL, call, ancestors))
+            return  # its role says what it does: not a callee that may zero (TrainingLoop.calls_zeroing)
+        self.items.append(SummaryItem(Item.CALL, call, ancestors))
         callee = dotted(call.func) or ""
         if callee:
             self.items.append(SummaryItem(Item.CALLEE, call, ancestors, name=callee.rsplit(".", 1)[-1]))

@@ -205,7 +205,7 @@ class TrainingLoop:
     tail_guarded: bool = False  # the epoch's tail is skipped before its forward pass
     per_epoch: bool = False  # one epoch of several: nested in an epoch loop or an *epoch* function
     skips_sync: bool = False  # a no_sync()/no_backward_sync()/accumulate() context inside the loop
-    callees: frozenset[str] = frozenset()  # last names of every call inside the loop
+    callees: frozenset[str] = frozenset()  # last names of every call inside the loop without a role of its own
     cadence_names: frozenset[str] = frozenset()  # drive an update-counted cadence (model/cadence.py)
 
     @property
@@ -319,8 +319,10 @@ class TrainingLoop:
     @cached_property
     def calls_zeroing(self) -> bool:
         """The loop calls a function that may zero the gradients (named for it, or one of the
-        module's functions that does)."""
-        zeroing = self.unit.facts.zeroing_functions
+        module's functions that does). The function the loop is written in is not one of them:
+        a call of its name from inside is another object's method (``model.train()`` in a
+        ``def train`` that zeroes before its loop)."""
+        zeroing = self.unit.facts.zeroing_functions - {self.unit.unit.name}
         return any("zero" in name or name in zeroing for name in self.callees)
 
     def factor_code(self) -> str | None:

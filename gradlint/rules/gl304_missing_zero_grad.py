@@ -4,8 +4,11 @@ from __future__ import annotations
 
 from collections.abc import Iterator
 
+import libcst as cst
+
 from gradlint.catalogue import CATALOGUE
-from gradlint.model.events import Role, Shape, TrainingLoop
+from gradlint.model.events import Event, Role, Shape, TrainingLoop
+from gradlint.names import Kind
 from gradlint.rules.base import Finding, Invalid, Rule
 from gradlint.rules.readers import call_text, on_engine_path, update_steps
 
@@ -15,17 +18,19 @@ class MissingZeroGrad(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         steps = [s for s in update_steps(loop) if not on_engine_path(loop, s)]
-        if not steps or not loop.of(Role.BACKWARD) or loop.of(Role.ZERO_GRAD):
+        if not steps or not loop.of(Role.BACKWARD):
             return
-        if loop.shape in (Shape.PLAIN, Shape.FRAMEWORK) and loop.root is loop.unit.root:
-            return  # a per-batch function: the caller (or the framework) may zero the gradients
-        if loop.calls_zeroing:
+        if loop.shape is Shape.FRAMEWORK or _zeroed_by_caller(loop) or loop.calls_zeroing:
+            return  # the framework, the module function calling this per-batch function, or a helper zeroes
+        unzeroed = [s for s in steps if not _zeroed(loop, s, steps)]
+        if not unzeroed:
             return
         if any(name is not None and loop.reassigns(name) for s in steps for name in (s.receiver, s.target)):
             return  # an optimizer built in each iteration, often over tensors made fresh there too
-        yield Finding(steps[0].span, f"{call_text(loop, steps[0])} runs but gradients are never zeroed in this "
-                      "loop; zero them once per update", detail="Each update adds all previous gradients again; "
-                      "call optimizer.zero_grad() once per update, after the step.")
+        step = unzeroed[0]
+        yield Finding(step.span, f"{call_text(loop, step)} runs but {_unzeroed(loop, step)}; zero them once per "
+                      "update", detail="Each update adds all previous gradients again; call optimizer.zero_grad() "
+                      "once per update, after the step.")
 
     VALID = (
         """\
@@ -60,3 +65,39 @@ def train(model, loader, optimizer):
         optimizer.step()
 """, ((4, "GL304"),)),
     )
+
+
+def _zeroed_by_caller(loop: TrainingLoop) -> bool:
+    """A per-batch function that a function of its module calls, and that function zeroes
+    gradients itself (``optimizer.zero_grad(); self.train_step(batch)``)."""
+    own = loop.unit.unit
+    return isinstance(loop.root, cst.FunctionDef) and loop.root is loop.unit.root and (
+        own.name in loop.unit.facts.called_by_zeroing)
+
+
+def _zeroed(loop: TrainingLoop, step: Event, steps: list[Event]) -> bool:
+    """Whether a zeroing of the loop may clear the gradients ``step`` applies. A zeroing in
+    the other branch of an ``if`` around the step, or in an ``except`` handler the step is not
+    in, never runs on the step's path. An optimizer's ``zero_grad`` clears only its own
+    gradients when that optimizer is stepped in the loop too (a GAN's ``opt_d`` is not
+    ``opt_g``); any other zeroing (a model's, ``p.grad = None``, an optimizer the loop does
+    not step: perhaps another name for this one) may clear every parameter's."""
+    stepped = {s.target for s in steps}
+    for zero in loop.of(Role.ZERO_GRAD):
+        if TrainingLoop.exclusive(zero, step) or _on_failure_only(zero, step):
+            continue
+        if zero.kind is not Kind.OPTIMIZER or zero.receiver not in stepped or zero.receiver == step.target:
+            return True
+    return step.target is None
+
+
+def _on_failure_only(zero: Event, step: Event) -> bool:
+    """``zero`` is in an ``except`` handler that ``step`` is not in."""
+    return any(isinstance(node, cst.ExceptHandler) and not step.inside(node) for node in zero.ancestors)
+
+
+def _unzeroed(loop: TrainingLoop, step: Event) -> str:
+    """What the message says is missing: any zeroing, or one on the step's path."""
+    if not loop.of(Role.ZERO_GRAD):
+        return "gradients are never zeroed in this loop"
+    return f"no zeroing on its path clears {step.target}'s gradients"
