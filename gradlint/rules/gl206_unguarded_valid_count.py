@@ -19,7 +19,7 @@ class UnguardedValidCount(ModuleRule):
 
     def check_module(self, tree: ast.Module, lines: list[str], loops: Sequence[TrainingLoop] = (),
                      project: ProjectContext | None = None) -> Iterator[Finding]:
-        for found in unguarded_divisions(tree):
+        for found in unguarded_divisions(tree, lines):
             yield Finding(span_of(found.division, lines),
                           f"the loss is divided by {found.count}, a count of valid targets that can be 0; "
                           "clamp it to at least 1", self._clamp(found, lines),
