@@ -18,6 +18,8 @@ from __future__ import annotations
 
 import ast
 import re
+import weakref
+from collections import deque
 from collections.abc import Iterator
 from dataclasses import dataclass
 from pathlib import Path
@@ -219,10 +221,28 @@ def _saved(call: ast.Call, aliases: dict[str, str]) -> ast.expr | None:
     return next((k.value for k in call.keywords if k.arg == "obj"), None)
 
 
+_ALIASES: weakref.WeakKeyDictionary[ast.Module, dict[str, str]] = weakref.WeakKeyDictionary()
+_HOLDS_STATEMENTS = (ast.stmt, ast.excepthandler, ast.match_case)
+
+
 def aliases_of(tree: ast.Module) -> dict[str, str]:
-    """Local name -> qualified name, from the module's imports (``th`` -> ``torch``)."""
+    """Local name -> qualified name, from the module's imports (``th`` -> ``torch``); read once
+    per tree (the caller does not change it)."""
+    found = _ALIASES.get(tree)
+    if found is None:
+        found = _ALIASES[tree] = _import_aliases(tree)
+    return found
+
+
+def _import_aliases(tree: ast.Module) -> dict[str, str]:
+    """:func:`aliases_of`, imports read in ``ast.walk``'s order (a later one wins). Imports are
+    statements, so only the statements and the clauses holding them are walked: leaving out
+    the expressions keeps the order of the nodes that remain (breadth first)."""
     found: dict[str, str] = {}
-    for node in ast.walk(tree):
+    pending: deque[ast.AST] = deque([tree])
+    while pending:
+        node = pending.popleft()
+        pending.extend(child for child in ast.iter_child_nodes(node) if isinstance(child, _HOLDS_STATEMENTS))
         if isinstance(node, ast.Import):
             for alias in node.names:
                 found[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else alias.name.split(".")[0]

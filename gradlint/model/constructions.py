@@ -37,7 +37,8 @@ def construction_of(unit: UnitModel, name: str) -> Construction | None:
         return None
     if not name.startswith("self.") or name.count(".") != 1 or unit.siblings is None:
         return None
-    found = [(other, value) for other in unit.siblings() for value in assignments_in(other).get(name, [])]
+    attribute = name.split(".", 1)[1]  # libcst reads names as written: an assignment of it spells it
+    found = [(other, value) for other in unit.siblings(attribute) for value in assignments_in(other).get(name, [])]
     if len(found) != 1:
         return None
     other, call = found[0]
@@ -50,8 +51,11 @@ def _own_assignments(unit: UnitModel) -> dict[str, list[cst.BaseExpression]]:
 
 def assignments_in(unit: UnitModel) -> dict[str, list[cst.BaseExpression]]:
     """Every ``name = value`` (and ``self.x = value``) of the unit, by dotted target; a tuple
-    target records nothing (its elements take parts of the value)."""
+    target records nothing (its elements take parts of the value). Walked once per model."""
+    if unit.all_assignments is not None:
+        return unit.all_assignments
     found: dict[str, list[cst.BaseExpression]] = {}
+    unit.all_assignments = found
 
     class _Assigns(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign) -> None:

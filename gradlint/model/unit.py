@@ -43,12 +43,15 @@ class UnitModel:
     facts: ModuleFacts
     assignments: dict[str, list[tuple[int, cst.CSTNode]]] = field(default_factory=dict)
     summary: object | None = None  # its :class:`gradlint.model.collect.Summary`, once walked
+    all_assignments: dict[str, list[cst.BaseExpression]] | None = None
+    """Every plain assignment by dotted target, once walked (:func:`gradlint.model.constructions.assignments_in`)."""
     home: Path | None = None  # the module file of a unit read from another module of the project
     column_shifts: dict[int, int] = field(default_factory=dict)
     """File line -> characters cut from its start for libcst (see :func:`parse_unit`)."""
-    siblings: Callable[[], list[UnitModel]] | None = None
-    """The other methods of the unit's class in its module, parsed on demand (``__init__``
-    building the scheduler a ``train`` method steps): :mod:`gradlint.model.constructions`."""
+    siblings: Callable[[str], list[UnitModel]] | None = None
+    """The other methods of the unit's class in its module whose text holds a word, parsed on
+    demand (``__init__`` building the scheduler a ``train`` method steps, found by the word
+    ``scheduler``): :mod:`gradlint.model.constructions`."""
 
     def span(self, node: cst.CSTNode) -> Span:
         """The file span of ``node`` (1-based lines and columns, end exclusive)."""
@@ -178,14 +181,17 @@ class UnitLibrary:
                 facts = self._project.unit_facts(self._path, unit, facts)
             model = self._parsed[unit] = unit_model(self._lines, unit, facts)
             if unit.class_name is not None:  # a model kept from an earlier lint gets this lint's methods
-                model.siblings = lambda: self._methods_beside(unit)
+                model.siblings = lambda word: self._methods_beside(unit, word)
         return self._parsed[unit]
 
-    def _methods_beside(self, unit: Unit) -> list[UnitModel]:
-        """The other methods of ``unit``'s class that parse."""
+    def _methods_beside(self, unit: Unit, word: str) -> list[UnitModel]:
+        """The other methods of ``unit``'s class whose text holds ``word`` and that parse (a
+        method without the word cannot name what it spells: only these are parsed)."""
         found = []
         for other in (u for units in self._facts.functions.values() for u in units):
             if other.class_name != unit.class_name or other == unit:
+                continue
+            if not any(word in line for line in self._lines[other.start_line - 1 : other.end_line]):
                 continue
             try:
                 found.append(self.get(other))

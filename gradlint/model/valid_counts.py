@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from dataclasses import dataclass
 
 from gradlint.project.symbols import statements
@@ -32,11 +33,13 @@ class UnguardedDivision:
     tensor: bool  # the count is a tensor (a ``.sum()``), so ``.clamp(min=1)`` applies
 
 
-def unguarded_divisions(tree: ast.Module) -> list[UnguardedDivision]:
-    """Every unguarded division of a training loss by a valid-target count in ``tree``."""
+def unguarded_divisions(tree: ast.Module, lines: list[str] | None = None) -> list[UnguardedDivision]:
+    """Every unguarded division of a training loss by a valid-target count in ``tree``
+    (``lines``: the module's lines, when the caller has them, to skip functions whose text
+    cannot run backward without walking them)."""
     found: list[UnguardedDivision] = []
     for func in statements(tree.body):  # functions are statements: expressions are not walked
-        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and _training(func):
+        if isinstance(func, (ast.FunctionDef, ast.AsyncFunctionDef)) and _training(func, lines):
             found.extend(_in_function(func))
     return found
 
@@ -49,10 +52,10 @@ def divisions_in(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Unguarded
 
 def training_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     """Whether :func:`unguarded_divisions` reads ``func`` (it is training code)."""
-    return _training(func)
+    return _training(func, None)
 
 
-def _training(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+def _training(func: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str] | None) -> bool:
     """A loss hook (``compute_loss``, ``training_step``) or a function that runs backward.
     A loss helper is not enough: a library loss with ``reduction="mean"`` has the same 0 / 0
     as torch's own, and the caller chose it."""
@@ -61,7 +64,17 @@ def _training(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
         return False
     if func.name in _HOOKS:
         return True
+    if lines is not None and not _may_say_backward(func, lines):
+        return False
     return any(isinstance(n, ast.Attribute) and n.attr in ("backward", "manual_backward") for n in ast.walk(func))
+
+
+def _may_say_backward(func: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> bool:
+    """Whether the function's lines (decorators included) can hold a ``.backward`` attribute:
+    its text spells ``backward``, as written or as Python's parser normalises identifiers (NFKC)."""
+    start = min([func.lineno, *(d.lineno for d in func.decorator_list)])
+    text = "".join(lines[start - 1 : func.end_lineno or len(lines)])
+    return "backward" in text or (not text.isascii() and "backward" in unicodedata.normalize("NFKC", text))
 
 
 def _in_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[UnguardedDivision]:

@@ -32,7 +32,7 @@ class UnguardedValidCount(ModuleRule):
 
     def check_module(self, tree: ast.Module, lines: list[str], loops: Sequence[TrainingLoop] = (),
                      project: ProjectContext | None = None) -> Iterator[Finding]:
-        for found in unguarded_divisions(tree):
+        for found in unguarded_divisions(tree, lines):
             yield self._finding(found, lines)
         for function in loss_functions(tree, project):
             if function.home is None and training_function(function.node):
