@@ -320,7 +320,7 @@ def _sibling(unit: UnitModel, name: str) -> UnitModel | None:
     """The one other method ``name`` of ``unit``'s class in its module, parsed."""
     if unit.siblings is None or unit.unit.class_name is None:
         return None
-    found = [other for other in unit.siblings() if other.unit.name == name]
+    found = [other for other in unit.siblings(name) if other.unit.name == name]
     return found[0] if len(found) == 1 else None
 
 
