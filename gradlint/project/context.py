@@ -17,7 +17,7 @@ from gradlint.names import Kind
 from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader, ObjectKinds, local_kinds
 from gradlint.project.symbols import ClassInfo, Definition, Target
-from gradlint.screen import ModuleFacts, Screen, Unit, screen
+from gradlint.screen import ModuleFacts, Screen, Unit, may_hold_training_call, screen
 from gradlint.source import python_lines
 
 
@@ -143,6 +143,10 @@ class ProjectContext:
         return self._foreign[path]
 
     def _screen(self, path: Path, text: str) -> ForeignModule | None:
+        """The module's screen; None when it cannot be read or parsed, or when its text cannot
+        hold a training call (it would have no unit, and only units are looked for here)."""
+        if not may_hold_training_call(text):
+            return None
         tree = self.index.tree(path)  # parsed once for the module's symbols and its screen
         if tree is None:
             return None
