@@ -34,8 +34,8 @@ _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step", "zero_grad",
 from the loop that calls it (``self._clip_gradients()`` on every micro-batch)."""
 
 
-_CALLED_WORD = re.compile(r"(?<!\w)(?:%s)(?!\w)" % "|".join(
-    sorted(_TRAINING_ATTRS | CLIP_FUNCTIONS | {"backward", "manual_backward", "loss_scaler"})))
+_CALLED_NAMES = "|".join(sorted(_TRAINING_ATTRS | CLIP_FUNCTIONS | {"backward", "manual_backward", "loss_scaler"}))
+_CALLED_WORD = re.compile(rf"(?<!\w)(?:{_CALLED_NAMES})(?!\w)")
 
 
 def may_hold_training_call(text: str) -> bool:
