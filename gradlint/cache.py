@@ -264,7 +264,7 @@ class Cache:
         digests = self._digests
         for path, digest in uses.items():
             if path not in digests:
-                digests[path] = module_digest(Path(path))
+                digests[path] = None if _absent(path) else module_digest(Path(path))
             if digests[path] != digest:
                 return False
         return True
@@ -312,6 +312,16 @@ class Cache:
             for old in self.directory.glob("v*-*"):
                 if old != self._entries and old.is_dir():
                     shutil.rmtree(old, ignore_errors=True)
+
+
+def _absent(path: str) -> bool:
+    """Whether nothing is at ``path`` (one ``stat``: most modules an entry records are files
+    its imports looked for and did not find; an absent file has no digest)."""
+    try:
+        os.stat(path)
+    except OSError:
+        return True
+    return False
 
 
 def clean(directory: Path) -> bool:

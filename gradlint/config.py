@@ -473,7 +473,23 @@ def matches_relative(patterns: tuple[str, ...], relative: str, is_dir: bool = Fa
     """:func:`matches` for a path already made relative to the patterns' root (posix form)."""
     if not patterns or relative in ("", "."):
         return False
+    names = _plain_names(patterns)
+    if names is not None:
+        return not names.isdisjoint(relative.split("/"))
     return _spec(patterns).match_file(relative + "/" if is_dir else relative)
+
+
+_PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*|\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
+
+
+@lru_cache(maxsize=256)
+def _plain_names(patterns: tuple[str, ...]) -> frozenset[str] | None:
+    """The patterns as a set of names when every one is a plain name (no slash, wildcard,
+    negation, escape or comment; the default ``exclude`` list is): in gitignore's rules such a
+    pattern matches a path one of whose parts is that name, file or folder. None otherwise."""
+    if all(_PLAIN_NAME.fullmatch(pattern) for pattern in patterns):
+        return frozenset(patterns)
+    return None
 
 
 def settings_for(path: Path, *, config: Path | None = None, isolated: bool = False,

@@ -353,10 +353,11 @@ def _check_module(source: str, path: str, settings: Settings, loops: list[Traini
         except (SyntaxError, ValueError, RecursionError, MemoryError):
             return []
     found: list[Diagnostic] = []
+    lines = python_lines(source)
     with _project_context(source, path, settings, project, tree) as context:
         for rule in rules:
             info = rule.info
-            for finding in rule.check_module(tree, python_lines(source), loops, context):
+            for finding in rule.check_module(tree, lines, loops, context):
                 if finding.home is not None:  # written in another module (a helper's save): no fix there
                     home, line = finding.home
                     found.append(Diagnostic(str(home), finding.span, info.code, info.name, info.severity,

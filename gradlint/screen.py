@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import re
+import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -32,6 +33,17 @@ _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step", "zero_grad",
                             | FRAMEWORK_CLIP_METHODS)
 """Calls that make a unit a candidate: a helper that only zeroes, unscales or clips is followed
 from the loop that calls it (``self._clip_gradients()`` on every micro-batch)."""
+
+
+_CALLED_NAMES = "|".join(sorted(_TRAINING_ATTRS | CLIP_FUNCTIONS | {"backward", "manual_backward", "loss_scaler"}))
+_CALLED_WORD = re.compile(rf"(?<!\w)(?:{_CALLED_NAMES})(?!\w)")
+
+
+def may_hold_training_call(text: str) -> bool:
+    """Whether ``text`` can hold a call that makes a unit (:func:`_is_training_call`): it spells
+    one of their names as a whole identifier, as written or as Python's parser normalises
+    identifiers (NFKC). A text that cannot has no unit, so its screen is not needed."""
+    return _CALLED_WORD.search(text if text.isascii() else unicodedata.normalize("NFKC", text)) is not None
 
 
 @dataclass(frozen=True)

@@ -84,7 +84,13 @@ def python_lines(text: str) -> list[str]:
     """``text`` cut into lines as Python (``ast``, ``tokenize``, libcst) numbers them: ``\\n``,
     ``\\r\\n`` and a lone ``\\r`` end a line. Each line keeps its ending; the last one,
     after the final line ending, may be empty."""
-    return _LINE_END.split(text)
+    if "\r" in text:
+        return _LINE_END.split(text)
+    lines = text.split("\n")  # the same cut, many times faster than the pattern
+    last = lines.pop()
+    found = [line + "\n" for line in lines]
+    found.append(last)
+    return found
 
 
 def parse_python(text: str) -> ast.Module:

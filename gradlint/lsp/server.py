@@ -424,7 +424,7 @@ def build_server() -> GradlintServer:
             ls.relint_open_documents()
 
     @server.feature(types.TEXT_DOCUMENT_DIAGNOSTIC,
-                    types.DiagnosticOptions(identifier="gradlint", inter_file_dependencies=False,
+                    types.DiagnosticOptions(identifier="gradlint", inter_file_dependencies=True,
                                             workspace_diagnostics=False))
     async def pull(ls: GradlintServer, params: types.DocumentDiagnosticParams
                    ) -> types.RelatedFullDocumentDiagnosticReport:

@@ -21,7 +21,7 @@ from gradlint.project.loaders import LoaderTracer
 from gradlint.project.schedules import schedule_factories
 from gradlint.project.symbols import ClassInfo, Definition, Target
 from gradlint.project.window_counters import window_counters
-from gradlint.screen import ModuleFacts, Screen, Unit, screen
+from gradlint.screen import ModuleFacts, Screen, Unit, may_hold_training_call, screen
 from gradlint.source import python_lines
 
 
@@ -200,6 +200,10 @@ class ProjectContext:
         return self._foreign[path]
 
     def _screen(self, path: Path, text: str) -> ForeignModule | None:
+        """The module's screen; None when it cannot be read or parsed, or when its text cannot
+        hold a training call (it would have no unit, and only units are looked for here)."""
+        if not may_hold_training_call(text):
+            return None
         tree = self.index.tree(path)  # parsed once for the module's symbols and its screen
         if tree is None:
             return None

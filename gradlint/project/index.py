@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import ast
 import hashlib
+from collections import OrderedDict
 from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import TypeVar, cast
@@ -43,11 +44,13 @@ def module_digest(path: Path) -> str | None:
         return None
 
 
-def _keep(table: dict[K, V], key: K, value: V) -> None:
-    """Store ``key`` last in ``table``, dropping the oldest entries beyond ``_MAX_MODULES``."""
+def _keep(table: OrderedDict[K, V], key: K, value: V) -> None:
+    """Store ``key`` last in ``table``, dropping the oldest entries beyond ``_MAX_MODULES``
+    (an ordered dict drops its first entry at once; a plain dict's first look-up after many
+    deletions walks their leftovers)."""
     table[key] = value
     while len(table) > _MAX_MODULES:
-        del table[next(iter(table))]
+        table.popitem(last=False)
 
 
 class ProjectIndex:
@@ -55,11 +58,11 @@ class ProjectIndex:
 
     def __init__(self, texts: Mapping[Path, str] | None = None) -> None:
         self._texts = {path.absolute(): (text, text_digest(text)) for path, text in (texts or {}).items()}
-        self._by_digest: dict[tuple[Path, str], tuple[ast.Module, ModuleSymbols] | None] = {}
+        self._by_digest: OrderedDict[tuple[Path, str], tuple[ast.Module, ModuleSymbols] | None] = OrderedDict()
         self._disk: dict[Path, tuple[tuple[int, int], tuple[str, str] | None]] = {}
         self._log: dict[Path, str | None] | None = None
         self._checked: set[tuple[Path, str]] = set()  # symbols whose absent files were checked this lint
-        self._derived: dict[tuple[object, Path, str], object] = {}
+        self._derived: OrderedDict[tuple[object, Path, str], object] = OrderedDict()
         self._linted: Path | None = None
 
     def use_text(self, path: Path, text: str, tree: ast.Module | None = None) -> None:

@@ -63,9 +63,12 @@ def read_symbols(tree: ast.Module, path: Path, root: Path) -> ModuleSymbols:
     """The symbols of the module at ``path`` (parsed as ``tree``) in the project under ``root``."""
     symbols = ModuleSymbols(path)
     clashes: set[str] = set()
+    folders: list[Path] | None = None  # where absolute imports are looked up: the same for every import
     for node in statements(tree.body):
         if isinstance(node, (ast.Import, ast.ImportFrom)):
-            targets = _import_targets(node, path, root, symbols.absent)
+            if folders is None:
+                folders = list(search_bases(path, root))
+            targets = _import_targets(node, path, root, folders, symbols.absent)
             for local, target in targets:
                 _bind(symbols.imports, local, target, clashes)
             inside = {local for local, _ in targets}
@@ -117,7 +120,7 @@ def _definition(node: ast.FunctionDef | ast.AsyncFunctionDef | ast.ClassDef, pat
     return Definition(path, qualname, node.lineno, node.end_lineno or node.lineno)
 
 
-def _import_targets(node: ast.Import | ast.ImportFrom, path: Path, root: Path,
+def _import_targets(node: ast.Import | ast.ImportFrom, path: Path, root: Path, bases: list[Path],
                     absent: set[Path]) -> list[tuple[str, Target]]:
     """``(local name, target)`` for each name the statement binds to a module of the project
     (the project files looked for and not found are added to ``absent``)."""
@@ -125,12 +128,12 @@ def _import_targets(node: ast.Import | ast.ImportFrom, path: Path, root: Path,
     if isinstance(node, ast.Import):
         for alias in node.names:
             if alias.asname:  # `import a.b as m`: m is module a.b
-                located = _locate(alias.name, path, root, absent)
+                located = _locate(alias.name, bases, root, absent)
                 if located:
                     found.append((alias.asname, Target(located, "", alias.name)))
             else:  # `import a.b`: a is bound; a.b is reached through it
                 head = alias.name.split(".", 1)[0]
-                located = _locate(head, path, root, absent)
+                located = _locate(head, bases, root, absent)
                 if located:
                     found.append((head, Target(located, "", head)))
         return found
@@ -146,8 +149,8 @@ def _import_targets(node: ast.Import | ast.ImportFrom, path: Path, root: Path,
             owner = module_file(base, module, absent)
             dotted = "." * node.level + submodule
         else:
-            as_module = _locate(submodule, path, root, absent)
-            owner = _locate(module, path, root, absent) if module else None
+            as_module = _locate(submodule, bases, root, absent)
+            owner = _locate(module, bases, root, absent) if module else None
             dotted = submodule
         if as_module is not None and within(as_module, root):
             found.append((local, Target(as_module, "", dotted)))
@@ -174,10 +177,11 @@ def _relative_base(path: Path, level: int) -> Path:
     return base
 
 
-def _locate(dotted: str, path: Path, root: Path, absent: set[Path]) -> Path | None:
-    """The project file of absolute module ``dotted`` imported from ``path``, if any (the
-    project files looked for and not found are added to ``absent``)."""
-    for base in search_bases(path, root):
+def _locate(dotted: str, bases: list[Path], root: Path, absent: set[Path]) -> Path | None:
+    """The project file of absolute module ``dotted`` imported from a module whose
+    :func:`~gradlint.project.layout.search_bases` are ``bases``, if any (the project files
+    looked for and not found are added to ``absent``)."""
+    for base in bases:
         missing: set[Path] = set()
         found = module_file(base, dotted, missing)
         absent |= {p for p in missing if within(p, root)}
