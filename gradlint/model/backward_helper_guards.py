@@ -30,8 +30,8 @@ class LateGuard:
 
 def late_guards(tree: ast.Module) -> Iterator[LateGuard]:
     """The guards of the module's functions that cover only a backward of a received loss,
-    unless a call of the function in the module is itself inside a sync guard (the caller
-    guarded the forward too)."""
+    unless a function of the module that calls it enters a sync guard itself (that caller may
+    guard the forward too)."""
     helpers, _ = sync_facts(tree)
     guarded = guarded_calls(tree, helpers)
     for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):

@@ -39,8 +39,9 @@ class UnsyncedAccumulation(ModuleRule):
             if (loop.sync_controlled or unit.unit.class_name is not None or unit.unit.name in unit.facts.guarded_callees
                     or Kind.DDP_MODEL in unit.facts.bindings.values() or _unused_guard(loop)):
                 continue  # a method, a guarded or a visibly DDP loop: read per loop
-            if _ddp_passed_in(loop, tree, project):
-                yield from _unsynced(loop, own_unit_only=True)
+            found = list(_unsynced(loop, own_unit_only=True))
+            if found and _ddp_passed_in(loop, tree, project):  # the callers are read only for a reportable loop
+                yield from found
 
     VALID = (
         """\
