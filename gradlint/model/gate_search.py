@@ -345,13 +345,12 @@ def restarts_each_epoch(unit: UnitModel, gate: Gate, root: cst.CSTNode, events: 
     index = loop_index(unit, root, any_start=True) if isinstance(root, cst.For) else None
     if index is not None and counter == index:
         return True
-    inside: list[cst.CSTNode] = []
-    outside: list[cst.CSTNode] = []
-    for line, value in unit.assignments.get(counter, []):
-        (inside if span.line <= line <= span.end_line else outside).append(value)
-    if index is not None and any(dotted(v) == index for v in inside):
+    assigned = unit.assignments.get(counter, [])
+    within = [v for line, v in assigned if span.line <= line <= span.end_line]
+    if index is not None and any(dotted(v) == index for v in within):
         return True
-    resets = [unit.span(v).line for v in outside if isinstance(v, cst.Integer) and v.evaluated_value == 0]
+    resets = [line for line, v in assigned if not span.line <= line <= span.end_line
+              and isinstance(v, cst.Integer) and v.evaluated_value == 0]
     if not resets:
         return False
     epochs = _loops_around(unit, root, events)

@@ -91,7 +91,7 @@ class ProjectContext:
         if cls is None:
             calls = self._epoch_calls(path)
             return calls is not None and name in calls.functions
-        seen: set[Path | str] = set()
+        seen: set[str] = set()
         todo = [cls]
         while todo:
             current = todo.pop()
