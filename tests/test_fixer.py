@@ -368,6 +368,9 @@ NO_FIX_BY_DESIGN = [
     "fixtures/rules/gl103/zero_when_accumulating.py:8 GL103",  # under a test of its own
     "fixtures/rules/gl104/accelerate_script_unprepared.py:20 GL104",
     "fixtures/rules/gl104/accelerate_trainer_unprepared.py:21 GL104",
+    "fixtures/rules/gl104/accelerate_unlinked_script.py:18 GL104",  # where the sync test goes is the author's choice
+    "fixtures/rules/gl104/accelerate_unlinked_trainer.py:20 GL104",
+    "fixtures/rules/gl104/accelerate_unlinked_trainer.py:22 GL104",
     "fixtures/rules/gl104/accelerate_unprepared_scheduler.py:21 GL104",
     "fixtures/rules/gl106/trainer_built_in_init.py:19 GL106",  # built in __init__: no edit across methods
     "fixtures/rules/gl303/backward_helper_returns_loss.py:26 GL303",  # a window whose backward is in a helper: the move is not offered yet
@@ -377,7 +380,10 @@ NO_FIX_BY_DESIGN = [
     "fixtures/rules/gl307/step_without_update.py:16 GL307",
     "fixtures/rules/gl404/nanogpt_flag_after_forward.py:17 GL404",
     "fixtures/rules/gl404/trainer_no_sync_backward_only.py:22 GL404",
+    "fixtures/rules/gl407/conditional_sampler.py:18 GL407",  # a plain sampler on the other path has no epoch
+    "fixtures/rules/gl407/conditional_sampler.py:28 GL407",
     "fixtures/rules/gl407/loader_from_helper.py:17 GL407",  # the sampler has no name the loop can read
+    "fixtures/rules/gl407/loader_helper_distributed_when_asked.py:23 GL407",  # a plain sampler on the other path
     "fixtures/rules/gl501/entry_by_entry_no_scaler.py:31 GL501",  # no dict literal to add the entry to
     "fixtures/rules/gl501/extended_state_no_scaler.py:21 GL501",  # the dict is extended by a call: no literal to add to
     "fixtures/rules/gl501/helper_builds_dict.py:17 GL501",  # the dict is built in the helper, which is not handed the scheduler
