@@ -155,7 +155,7 @@ def test_gl206_follows_a_compute_loss_func_of_another_module_into_its_helpers(tm
 
 @pytest.mark.parametrize(("trap", "old", "new", "expected"), [
     ("gl501/good_wrapper_keeps_state.py", '"scaler": self.scaler.state_dict(), "model"', '"model"', {(44, "GL501")}),
-    ("gl501/good_counter_saved.py", ',\n                    "global_step": global_step}', "}", {(16, "GL501")}),
+    ("gl501/good_counter_saved.py", ',\n                    "global_step": global_step}', "}", {(17, "GL501")}),
     ("gl501/good_extended_state.py", "add_state_to_save(states, scaler)", "add_state_to_save(states)", {(19, "GL501")}),
     ("gl205/good_loss_func_given_count.py", 'inputs["labels"], **kwargs)', 'inputs["labels"])', {(17, "GL205")}),
 ])
