@@ -151,3 +151,19 @@ def test_gl206_follows_a_compute_loss_func_of_another_module_into_its_helpers(tm
         (str((root / "kl_losses.py").absolute()), 9, "GL206", None)]
     assert reads.elsewhere[0].message.endswith("(in the loop at kl_trainer.py:11)")
     assert lint_source(losses, str(root / "kl_losses.py"), default_settings(), project=ProjectIndex()) == []
+
+
+@pytest.mark.parametrize(("trap", "old", "new", "expected"), [
+    ("gl501/good_wrapper_keeps_state.py", '"scaler": self.scaler.state_dict(), "model"', '"model"', {(44, "GL501")}),
+    ("gl501/good_counter_saved.py", ',\n                    "global_step": global_step}', "}", {(17, "GL501")}),
+    ("gl501/good_extended_state.py", "add_state_to_save(states, scaler)", "add_state_to_save(states)", {(19, "GL501")}),
+    ("gl205/good_loss_func_given_count.py", 'inputs["labels"], **kwargs)', 'inputs["labels"])', {(17, "GL205")}),
+])
+def test_the_traps_of_this_part_are_flagged_once_broken(trap: str, old: str, new: str, expected: set) -> None:
+    """Each trap fixture is clean because of the text the edit removes (the state the wrapper's
+    or trainer's own state_dict() keeps, the saved counter, the scaler handed to the hook that
+    extends the dict, the kwargs passed to the compute_loss_func)."""
+    source = (FIXTURES / "rules" / trap).read_text(encoding="utf-8")
+    assert old in source and expected_markers(source) == set()
+    broken = source.replace(old, new)
+    assert {(d.line, d.code) for d in lint_source(broken, "trap.py", default_settings())} == expected
