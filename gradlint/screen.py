@@ -20,6 +20,7 @@ from gradlint.names import (
     Kind,
     build_alias_table,
     constructor_kind,
+    counts_updates,
     dotted_name,
     kind_by_name,
     resolve,
@@ -200,6 +201,16 @@ class _Collector(ast.NodeVisitor):
     def visit_AnnAssign(self, node: ast.AnnAssign) -> None:
         if node.value is not None:
             self.assignments.append((node.target, node.value))
+        self.generic_visit(node)
+
+    def visit_AugAssign(self, node: ast.AugAssign) -> None:
+        """A method that advances ``self.<update counter> += 1`` is followed from the loop that
+        calls it (``self._update_metrics()`` per micro-batch counting ``self._train_step``)."""
+        target = node.target
+        if (self._function and isinstance(node.op, ast.Add) and isinstance(node.value, ast.Constant)
+                and isinstance(target, ast.Attribute) and isinstance(target.value, ast.Name)
+                and target.value.id == "self" and counts_updates(target.attr)):
+            self._stack[-1][0] = True
         self.generic_visit(node)
 
     def visit_UnaryOp(self, node: ast.UnaryOp) -> None:

@@ -151,7 +151,7 @@ def _qualifies(gate: Gate, events: list[Event], accelerate: bool, test: GateTest
     (``sync_gradients``) or under Accelerate any boundary work counts. A periodic log, eval
     or LR tweak is no gate."""
     inside = [e for e in events if _in_branch(e, gate)]
-    work = [e for e in inside if e.role in UPDATE_ROLES | {Role.COUNTER}]
+    work = [e for e in inside if e.role in UPDATE_ROLES or e.role is Role.COUNTER and not _looped_in(e, gate)]
     if any(e.role is Role.STEP and not e.closure for e in work):
         return not _self_contained(inside) and not _cadence_update(gate, inside, events)
     zeros = [e for e in work if e.role is Role.ZERO_GRAD]
@@ -162,6 +162,14 @@ def _qualifies(gate: Gate, events: list[Event], accelerate: bool, test: GateTest
         )
     flag_test = test.modulus is None and test.count_bound is None
     return bool(work) and (accelerate or flag_test)
+
+
+def _looped_in(event: Event, gate: Gate) -> bool:
+    """Whether a loop inside the gate's ``if`` repeats ``event`` (an evaluation pass called from
+    a periodic branch counts its own batches): no once-per-update work."""
+    chain = event.ancestors
+    start = next((i for i, node in enumerate(chain) if node is gate.node), len(chain))
+    return any(isinstance(node, (cst.For, cst.While)) for node in chain[start + 1:])
 
 
 def _self_contained(inside: list[Event]) -> bool:
