@@ -36,6 +36,8 @@ _WEIGHT_WORDS = ("weight", "coef", "lambda", "lam", "alpha", "beta", "gamma", "m
 _LABELS = re.compile(r"\blabels\b")  # a `labels` argument or item, not `num_labels`
 _MAX_DEPTH = 8
 _BINDINGS: WeakKeyDictionary[UnitModel, dict[str, list[tuple[int, cst.CSTNode]]]] = WeakKeyDictionary()
+_PLAIN: WeakKeyDictionary[UnitModel, dict[str, list[tuple[int, cst.CSTNode]]]] = WeakKeyDictionary()
+_RETURNS: WeakKeyDictionary[UnitModel, list[tuple[int, cst.BaseExpression]]] = WeakKeyDictionary()
 
 
 class Scaling(str, Enum):
@@ -116,6 +118,7 @@ class _Tracer:
         self.origins: list[cst.Call] = []
         self.model_output = False
         self._names: dict[tuple[str, int, int], Scaling] = {}  # (unit:name, line, depth) already traced
+        self._within: list[UnitModel] = []  # the callers of the methods whose returns are being traced
 
     def trace(self, expr: cst.BaseExpression, line: int, depth: int) -> Scaling:
         if depth > _MAX_DEPTH:
@@ -199,7 +202,7 @@ class _Tracer:
         return self._names[key]
 
     def _assignments(self, name: str, line: int, depth: int) -> Scaling:
-        bound = [*self.unit.assignments.get(name, []), *bindings(self.unit).get(name, [])]
+        bound = [*assignments(self.unit).get(name, []), *bindings(self.unit).get(name, [])]
         found = [(at, value) for at, value in bound if at <= line]
         if not found:
             return self._argument(name, depth)
@@ -261,8 +264,101 @@ class _Tracer:
             return Scaling.SCALED
         local = callee.rsplit(".", 1)[-1]
         if local in self.unit.facts.functions and (callee == local or callee.startswith("self.")):
-            return Scaling.UNKNOWN
+            helper = _sibling(self.unit, local) if callee == f"self.{local}" else None
+            return self._returned(helper, depth) if helper is not None else Scaling.UNKNOWN
         return Scaling.UNSCALED
+
+    def _returned(self, helper: UnitModel, depth: int) -> Scaling:
+        """What a method of the same class returns (``loss = self.compute_loss(batch)``), traced
+        in that method: each ``return`` value (a tuple's elements, a ``loss=`` keyword of a
+        returned constructor call); a method with a bare return, or none, says nothing."""
+        returns = returned_values(helper)
+        if not returns or any(self.unit is u for u in self._within):
+            return Scaling.UNKNOWN
+        unit, callers = self.unit, self.callers
+        self.unit, self.callers = helper, []  # the helper's parameters are not the loop's to map
+        self._within.append(unit)
+        try:
+            verdicts = [self.trace(value, line, depth + 1) for line, value in returns]
+        finally:
+            self._within.pop()
+            self.unit, self.callers = unit, callers
+        return _combine(verdicts)
+
+
+def _sibling(unit: UnitModel, name: str) -> UnitModel | None:
+    """The one other method ``name`` of ``unit``'s class in its module, parsed."""
+    if unit.siblings is None or unit.unit.class_name is None:
+        return None
+    found = [other for other in unit.siblings() if other.unit.name == name]
+    return found[0] if len(found) == 1 else None
+
+
+def returned_values(unit: UnitModel) -> list[tuple[int, cst.BaseExpression]]:
+    """Each value ``unit`` returns, with its line: a returned tuple's elements, the ``loss=``
+    argument of a returned call that has one; empty when some ``return`` returns nothing or the
+    function never returns (a generator's values are not its result)."""
+    if unit not in _RETURNS:
+        finder = _Returns(unit)
+        unit.root.visit(finder)
+        _RETURNS[unit] = [] if finder.bare or finder.yields else finder.found
+    return _RETURNS[unit]
+
+
+class _Returns(cst.CSTVisitor):
+    def __init__(self, unit: UnitModel) -> None:
+        self.unit = unit
+        self.found: list[tuple[int, cst.BaseExpression]] = []
+        self.bare = False
+        self.yields = False
+
+    def on_visit(self, node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.unit.root:
+            return False
+        if isinstance(node, cst.Yield):
+            self.yields = True
+        if isinstance(node, cst.Return):
+            self._value(node.value, self.unit.span(node).line)
+        return True
+
+    def _value(self, value: cst.BaseExpression | None, line: int) -> None:
+        if value is None or isinstance(value, cst.Name) and value.value == "None":
+            self.bare = True
+        elif isinstance(value, (cst.Tuple, cst.List)):
+            for element in value.elements:
+                self._value(element.value, line)
+        elif isinstance(value, cst.Call) and any(a.keyword is not None and a.keyword.value == "loss" for a in value.args):
+            self.found.append((line, next(a.value for a in value.args if a.keyword is not None and a.keyword.value == "loss")))
+        elif isinstance(value, cst.Dict) or isinstance(value, cst.Call) and any(a.keyword is not None for a in value.args):
+            self.bare = True  # a record of several values: which one is the loss is not known here
+        else:
+            self.found.append((line, value))
+
+
+def assignments(unit: UnitModel) -> dict[str, list[tuple[int, cst.CSTNode]]]:
+    """``unit``'s assignment table, with lines: the walk's (see :mod:`gradlint.model.collect`),
+    or, for a method read only for what it returns, the plain ``name = value`` ones."""
+    if unit.summary is not None or unit.assignments:
+        return unit.assignments
+    if unit not in _PLAIN:
+        found: dict[str, list[tuple[int, cst.CSTNode]]] = {}
+
+        class _Plain(cst.CSTVisitor):
+            def on_visit(self, node: cst.CSTNode) -> bool:
+                if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not unit.root:
+                    return False
+                if isinstance(node, cst.Assign):
+                    for target in node.targets:
+                        name = dotted(target.target)
+                        if name is not None:
+                            found.setdefault(name, []).append((unit.span(node).line, node.value))
+                elif isinstance(node, cst.AugAssign) and dotted(node.target) is not None:
+                    found.setdefault(dotted(node.target) or "", []).append((unit.span(node).line, node))
+                return True
+
+        unit.root.visit(_Plain())
+        _PLAIN[unit] = found
+    return _PLAIN[unit]
 
 
 def passed_argument(callee: UnitModel, call: cst.Call, name: str) -> cst.BaseExpression | None:
