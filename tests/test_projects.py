@@ -38,7 +38,7 @@ def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 
 def test_every_project_layout_is_there() -> None:
-    assert NAMES == ["callback_loop", "class_hierarchy", "helper_defects", "hf_trainer_subclass", "loss_contracts",
+    assert NAMES == ["callback_loop", "class_hierarchy", "counter_helpers", "helper_defects", "hf_trainer_subclass", "loss_contracts",
                      "runner_hooks", "script_layout", "trainer_package"]
     assert all(_markers(PROJECTS / name) for name in NAMES)
 
@@ -56,6 +56,7 @@ def test_a_project_reports_exactly_its_markers(copies: Path, name: str) -> None:
     ("trainer_package", "trainer/loop.py"),
     ("class_hierarchy", "trainers/classifier.py"),
     ("callback_loop", "loop.py"),
+    ("counter_helpers", "trainer/loop.py"),
 ])
 def test_a_loop_file_alone_knows_nothing_of_its_helpers(tmp_path: Path, name: str, loop_file: str) -> None:
     """Without the module that steps (or builds the optimizer) the loop has no update: nothing
