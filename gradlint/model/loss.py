@@ -56,6 +56,7 @@ class Divisor:
     text: str  # as written, outer parentheses dropped
     counts_tokens: bool  # named like a count of valid tokens (`num_tokens`, `mask.sum()`)
     names_accumulation: bool  # named like the accumulation factor (`grad_accum_steps`)
+    own_count: bool = False  # a token count a loss method computes from its own micro-batch
 
 
 @dataclass
@@ -77,16 +78,17 @@ def trace_loss(unit: UnitModel, expr: cst.BaseExpression | None, line: int, call
     if expr is None:
         return LossTrace(Scaling.UNKNOWN)
     scaling = tracer.trace(expr, line, 0)
-    divisors = [_divisor(unit, node) for node in tracer.divisors]
+    divisors = [_divisor(unit, node, any(node is n for n in tracer.own)) for node in tracer.divisors]
     origins = [unit.text_of(call) for call in tracer.origins]
     return LossTrace(scaling, divisors, _token_mean(unit, origins, tracer.model_output))
 
 
-def _divisor(unit: UnitModel, node: cst.BaseExpression) -> Divisor:
+def _divisor(unit: UnitModel, node: cst.BaseExpression, own: bool = False) -> Divisor:
     bare = node.with_changes(lpar=[], rpar=[]) if getattr(node, "lpar", None) else node
     text = unit.text_of(bare).strip()
     low = text.lower()
-    return Divisor(node, text, any(w in low for w in _TOKEN_COUNT_WORDS), any(w in low for w in _ACCUMULATION_WORDS))
+    tokens = any(w in low for w in _TOKEN_COUNT_WORDS)
+    return Divisor(node, text, tokens, any(w in low for w in _ACCUMULATION_WORDS), own and tokens)
 
 
 def _token_mean(unit: UnitModel, origins: list[str], model_output: bool) -> bool:
@@ -119,6 +121,7 @@ class _Tracer:
         self.model_output = False
         self._names: dict[tuple[str, int, int], Scaling] = {}  # (unit:name, line, depth) already traced
         self._within: list[UnitModel] = []  # the callers of the methods whose returns are being traced
+        self.own: list[cst.BaseExpression] = []  # divisors a loss method computes from its own inputs
 
     def trace(self, expr: cst.BaseExpression, line: int, depth: int) -> Scaling:
         if depth > _MAX_DEPTH:
@@ -278,12 +281,36 @@ class _Tracer:
         unit, callers = self.unit, self.callers
         self.unit, self.callers = helper, []  # the helper's parameters are not the loop's to map
         self._within.append(unit)
+        before = len(self.divisors)
         try:
             verdicts = [self.trace(value, line, depth + 1) for line, value in returns]
         finally:
             self._within.pop()
             self.unit, self.callers = unit, callers
+        self.own.extend(d for d in self.divisors[before:] if _computed_inside(helper, d))
         return _combine(verdicts)
+
+
+def _computed_inside(helper: UnitModel, divisor: cst.BaseExpression) -> bool:
+    """Whether ``divisor`` is an amount the method computes itself (``mask.sum()``, ``n = ...``),
+    not one it is handed (a parameter, ``self.x``, or a name bound to one): a count of its own
+    micro-batch, not of the window."""
+    root = helper.root
+    if not isinstance(root, cst.FunctionDef):
+        return False
+    params = {p.name.value for p in [*root.params.posonly_params, *root.params.params, *root.params.kwonly_params]}
+
+    def handed(expr: cst.BaseExpression) -> bool:
+        name = dotted(expr)
+        return name is not None and (name in params or name.startswith("self."))
+
+    if handed(divisor):
+        return False
+    name = dotted(divisor)
+    if name is None:
+        return True
+    values = [v for _, v in assignments(helper).get(name, [])]
+    return bool(values) and not any(isinstance(v, cst.BaseExpression) and handed(v) for v in values)
 
 
 def _sibling(unit: UnitModel, name: str) -> UnitModel | None:

@@ -16,6 +16,15 @@ class MeanOfMeans(Rule):
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for event in scaled_backwards(loop):
             trace = event.loss_trace
+            own = [d for d in trace.divisors if d.own_count]
+            window = [d for d in trace.divisors if not d.own_count]
+            if own and window and not any(d.counts_tokens for d in window):
+                yield Finding(event.span, f"a per-micro-batch mean over {own[0].text} is divided by {window[0].text}: a "
+                              "mean of means",
+                              detail="The loss method divides by its own micro-batch's count, so micro-batches with "
+                              "few valid tokens weigh as much as full ones; return the summed loss and divide by the "
+                              "window's total count of valid tokens.")
+                continue
             if not trace.divisors or not trace.token_mean:
                 continue
             if any(d.counts_tokens for d in trace.divisors):
