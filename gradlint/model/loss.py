@@ -274,19 +274,22 @@ class _Tracer:
     def _returned(self, helper: UnitModel, depth: int) -> Scaling:
         """What a method of the same class returns (``loss = self.compute_loss(batch)``), traced
         in that method: each ``return`` value (a tuple's elements, a ``loss=`` keyword of a
-        returned constructor call); a method with a bare return, or none, says nothing."""
+        returned constructor call); a method with a bare return, or none, says nothing. The
+        method's divisions count; the calls it takes its loss from are no evidence of a token
+        mean for the loop (GL203 reads the method's own token count instead)."""
         returns = returned_values(helper)
         if not returns or any(self.unit is u for u in self._within):
             return Scaling.UNKNOWN
-        unit, callers = self.unit, self.callers
+        unit, callers, origins, model_output = self.unit, self.callers, self.origins, self.model_output
         self.unit, self.callers = helper, []  # the helper's parameters are not the loop's to map
+        self.origins = []  # how the method reduces its loss is its own: no token-mean evidence here
         self._within.append(unit)
         before = len(self.divisors)
         try:
             verdicts = [self.trace(value, line, depth + 1) for line, value in returns]
         finally:
             self._within.pop()
-            self.unit, self.callers = unit, callers
+            self.unit, self.callers, self.origins, self.model_output = unit, callers, origins, model_output
         self.own.extend(d for d in self.divisors[before:] if _computed_inside(helper, d))
         return _combine(verdicts)
 
