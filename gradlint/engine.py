@@ -223,8 +223,10 @@ def _loops(screened: Screen, source: str, path: str, context: ProjectContext, fu
     if not roots:
         return LoopScan()
     units = UnitFilter(lines, screened.units, screened.facts)
-    library = UnitLibrary(lines, screened.units, screened.facts, context, Path(path))
+    # a method that only hands over to another module's training function is followed too
+    library = UnitLibrary(lines, screened.units + project_callers, screened.facts, context, Path(path))
     loops: list[TrainingLoop] = []
+    reaching |= {unit.name for unit in project_callers}  # a call to such a method reaches there too
     for unit in roots:
         if not full and not units.could_form_loop(unit) and not units.names_any(unit, reaching):
             continue

@@ -41,6 +41,9 @@ _OPTIMIZER_FACTORIES = ("create_optimizer", "build_optimizer", "get_optimizer", 
 
 _OPT_NAME = re.compile(r"optimi[sz]er|^optim$|^opt$|^opt_|_opt$|^opt[A-Z0-9]|^optim_|_optim$|^optims?$", re.I)
 _SCHED_NAME = re.compile(r"sched", re.I)
+_WRAPPER_NAME = re.compile(r"^optimi[sz]er_?sched[a-z]*r$", re.I)
+"""An optimizer-and-schedule wrapper (``self.optimizer_scheduler``), named like the constructor
+:func:`constructor_kind` reads as one (``OptimizerScheduler(...)``); not ``optimizer_schedules``."""
 _SCALER_NAME = re.compile(r"scaler$", re.I)
 _ENGINE_NAME = re.compile(r"(^|_)engine$", re.I)
 _UPDATE_COUNTER = re.compile(r"step|update|iter|^it$|^itr$", re.I)
@@ -109,6 +112,8 @@ def kind_by_name(dotted: str) -> Kind | None:
         return Kind.FABRIC
     if _SCALER_NAME.search(last):
         return Kind.SCALER
+    if _WRAPPER_NAME.search(last):
+        return Kind.OPTIMIZER  # `optimizer_scheduler`: steps its optimizer, then its schedule
     if _SCHED_NAME.search(last):
         return Kind.SCHEDULER
     if _OPT_NAME.search(last):
