@@ -32,7 +32,9 @@ def find_scopes(unit: UnitModel, collector: Collector, events: list[Event]) -> l
     scopes: list[tuple[cst.CSTNode, list]] = []
     for loop in innermost:
         parent = _parent_loop(loop, loops, events)
-        if _is_micro_header(unit, loop) and (parent is not None or isinstance(unit.root, cst.FunctionDef)):
+        if parent is not None and _repeats_inside_window(loop, parent, events):
+            root, micro = parent, [m for m in _micro_loops(parent, loops, events) if m is not loop]
+        elif _is_micro_header(unit, loop) and (parent is not None or isinstance(unit.root, cst.FunctionDef)):
             root, micro = (parent if parent is not None else unit.root), [loop]
         else:
             root, micro = loop, _micro_loops(loop, loops, events)
@@ -43,6 +45,24 @@ def find_scopes(unit: UnitModel, collector: Collector, events: list[Event]) -> l
         if _has(events, function, Role.BACKWARD) and _has(events, function, Role.STEP):
             scopes.append((function, _micro_loops(function, loops, events)))
     return scopes
+
+
+def _repeats_inside_window(loop: cst.CSTNode, parent: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether ``loop`` (backward and step on each turn) is a repeat inside the micro-batch body
+    of ``parent``: ``parent`` backpropagates outside ``loop`` and steps, outside it and under an
+    ``if``, an optimizer that ``loop`` steps too (a high-loss batch re-run and stepped inside a
+    counted window). ``parent`` is the training loop; ``loop``'s updates run mid-window."""
+    outer = [e for e in events if e.inside(parent) and not e.inside(loop) and not e.closure]
+    if not any(e.role is Role.BACKWARD for e in outer):
+        return False
+    inner = {e.target or e.receiver for e in events if e.role is Role.STEP and e.inside(loop) and not e.closure}
+    inner.discard(None)
+    return any(e.role is Role.STEP and (e.target or e.receiver) in inner and _under_if(e, parent) for e in outer)
+
+
+def _under_if(event: Event, root: cst.CSTNode) -> bool:
+    """Whether an ``if`` inside ``root`` encloses ``event``."""
+    return any(isinstance(a, cst.If) for a in event.ancestors[_index(event, root) + 1:])
 
 
 def _encloses(outer: cst.CSTNode, inner: cst.CSTNode, events: list[Event]) -> bool:

@@ -26,7 +26,7 @@ class ScalerUpdateMisplaced(Rule):
         boundary = [e for e in scaler_steps if e.place is Place.BOUNDARY]
         for update in per_micro_batch(loop, Role.SCALER_UPDATE):
             step = _step_of(boundary, update)
-            if step is None:
+            if step is None or _follows_own_step(scaler_steps, update):
                 continue  # the scaler steps per micro-batch too: GL102's finding, not a misplaced update
             yield Finding(update.span, f"{call_text(loop, update)} runs on every micro-batch; call it right after "
                           f"{call_text(loop, step)}", self.fix(_after_step, loop, update, step),
@@ -92,6 +92,19 @@ def _step_of(steps: list[Event], update: Event) -> Event | None:
     """The boundary ``scaler.step`` of the scaler that ``update`` updates."""
     receiver = _receiver(update)
     return next((s for s in steps if _receiver(s) == receiver), None)
+
+
+def _follows_own_step(steps: list[Event], update: Event) -> bool:
+    """Whether a ``scaler.step`` of the same scaler runs where ``update`` does, just before it
+    in the same block (a repeat loop's own step and update, inside the window)."""
+    receiver = _receiver(update)
+    block = _block_of(update)
+    return block is not None and any(_receiver(s) == receiver and s.place is update.place and s.order < update.order
+                                     and _block_of(s) is block for s in steps)
+
+
+def _block_of(event: Event) -> cst.CSTNode | None:
+    return next((a for a in reversed(event.ancestors) if isinstance(a, cst.IndentedBlock)), None)
 
 
 def _updated_in_unit(loop: TrainingLoop, receiver: str) -> bool:
