@@ -183,6 +183,9 @@ def _divisions(node: ast.AST) -> list[ast.BinOp]:
 def _into_micro(anchor: str) -> Callable[[_Source, Anchors], int]:
     def mutate(src: _Source, a: Anchors) -> int:
         stmt = src.statement(a.get(anchor), anchor)
+        if anchor == "zero_grad" and a.get("zero_grad") == a.get("step"):
+            raise NotApplicable("the zeroing shares its statement with the step (a boundary helper): "
+                                "moving it moves the step too, and nothing accumulates")
         backward = src.statement(a.get("backward"), "backward")
         if _calls_micro_loop(src, backward):
             raise NotApplicable("the backward anchor calls a helper holding the whole micro-batch loop: "
