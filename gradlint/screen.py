@@ -161,6 +161,13 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit:
                   callers=collector.waiting)
 
 
+def _makes_zeros(value: ast.expr) -> bool:
+    """``torch.zeros_like(p)`` / ``torch.zeros(...)``: a gradient set to it is zeroed."""
+    func = value.func if isinstance(value, ast.Call) else None
+    name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
+    return name in ("zeros", "zeros_like")
+
+
 def _is_training_call(node: ast.AST) -> bool:
     if not isinstance(node, ast.Call):
         return False
@@ -226,7 +233,7 @@ class _Collector(ast.NodeVisitor):
     def visit_Assign(self, node: ast.Assign) -> None:
         self.assignments.extend((t, node.value) for t in node.targets)
         grad_reset = any(isinstance(t, ast.Attribute) and t.attr == "grad" for t in node.targets)
-        if grad_reset and isinstance(node.value, ast.Constant) and node.value.value is None:
+        if grad_reset and (isinstance(node.value, ast.Constant) and node.value.value is None or _makes_zeros(node.value)):
             self._zeroes()
         self.generic_visit(node)
 

@@ -563,3 +563,14 @@ def test_zero_grad_after_the_backward_under_accumulate_is_a_zero_before_step() -
     assert (mutant.code, mutant.expected_line) == ("GL305", 5)
     model_zero = ACCUMULATE.replace("optimizer.zero_grad()", "model.zero_grad()")
     assert mutate(model_zero, kind, {"backward": 5, "zero_grad": 4, "step": 6}, True, (2, 6)).code == "GL103"
+
+
+def test_zero_grad_into_micro_batch_needs_a_zeroing_apart_from_the_step() -> None:
+    """``self._step(optimizer)`` steps and zeroes: moved next to the backward, the loop steps
+    every micro-batch (no window left to wipe)."""
+    text = ("def fit(self, loader, optimizer, n):\n    for i, batch in enumerate(loader):\n"
+            "        (self.loss(batch) / n).backward()\n        if (i + 1) % n == 0:\n"
+            "            self._step(optimizer)\n")
+    kind = next(k for k in KINDS if k.name == "zero-grad-into-micro-batch")
+    with pytest.raises(NotApplicable, match="shares its statement with the step"):
+        mutate(text, kind, {"backward": 3, "gate": 4, "step": 5, "zero_grad": 5}, True, (2, 5))

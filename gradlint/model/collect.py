@@ -237,5 +237,9 @@ def _backward_method_call(call: cst.Call, found: tuple[RoleRecord, ...]) -> bool
 
 
 def _is_grad_reset(target: cst.Attribute, value: cst.BaseExpression | None) -> bool:
-    """``p.grad = None``."""
-    return target.attr.value == "grad" and isinstance(value, cst.Name) and value.value == "None"
+    """``p.grad = None`` or ``p.grad = torch.zeros_like(p)``."""
+    if target.attr.value != "grad":
+        return False
+    if isinstance(value, cst.Call):
+        return (dotted(value.func) or "").rsplit(".", 1)[-1] in ("zeros", "zeros_like")
+    return isinstance(value, cst.Name) and value.value == "None"

@@ -319,15 +319,19 @@ class TrainingLoop:
     @cached_property
     def calls_zeroing(self) -> bool:
         """The loop calls a function that may zero the gradients (named for it, or one of the
-        module's functions that does). The function the loop is written in is not one of them:
-        a call of its name from inside is another object's method (``model.train()`` in a
-        ``def train`` that zeroes before its loop)."""
+        module's functions that does; ``torch.zeros`` makes a tensor). The function the loop is
+        written in is not one of them: a call of its name from inside is another object's
+        method (``model.train()`` in a ``def train`` that zeroes before its loop)."""
         zeroing = self.unit.facts.zeroing_functions - {self.unit.unit.name}
-        return any("zero" in name or name in zeroing for name in self.callees)
+        return any(("zero" in name and name not in _TENSOR_FACTORIES) or name in zeroing for name in self.callees)
 
     def factor_code(self) -> str | None:
         """The accumulation factor N as source text, when the loop shows it."""
         return self.unit.text_of(self.factor) if self.factor is not None else None
+
+
+_TENSOR_FACTORIES = frozenset({"zeros", "zeros_like", "new_zeros"})
+"""Calls named for zero that make a tensor (``torch.zeros(n)``), not zero gradients."""
 
 
 def _calls_in(node: cst.CSTNode) -> list[cst.Call]:

@@ -76,15 +76,16 @@ def _zeroed_by_caller(loop: TrainingLoop) -> bool:
 
 
 def _zeroed(loop: TrainingLoop, step: Event, steps: list[Event]) -> bool:
-    """Whether a zeroing of the loop may clear the gradients ``step`` applies. A zeroing in
-    the other branch of an ``if`` around the step, or in an ``except`` handler the step is not
-    in, never runs on the step's path. An optimizer's ``zero_grad`` clears only its own
-    gradients when that optimizer is stepped in the loop too (a GAN's ``opt_d`` is not
-    ``opt_g``); any other zeroing (a model's, ``p.grad = None``, an optimizer the loop does
-    not step: perhaps another name for this one) may clear every parameter's."""
+    """Whether a zeroing of the loop may clear the gradients ``step`` applies. One in an
+    ``except`` handler the step is not in runs only when the update failed: it does not. One in
+    another branch of an ``if`` around the step does (alternative update paths, AMP or not, are
+    not told apart). An optimizer's ``zero_grad`` clears only its own gradients when that
+    optimizer is stepped in the loop too (a GAN's ``opt_d`` is not ``opt_g``); any other
+    zeroing (a model's, ``p.grad = None``, an optimizer the loop does not step: perhaps another
+    name for this one) may clear every parameter's."""
     stepped = {s.target for s in steps}
     for zero in loop.of(Role.ZERO_GRAD):
-        if TrainingLoop.exclusive(zero, step) or _on_failure_only(zero, step):
+        if _on_failure_only(zero, step):
             continue
         if zero.kind is not Kind.OPTIMIZER or zero.receiver not in stepped or zero.receiver == step.target:
             return True
