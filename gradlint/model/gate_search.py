@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import libcst as cst
 
-from gradlint.model.collect import Collector, Site
+from gradlint.model.collect import LOOPS, Collector, Site
 from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role, TrainingLoop
 from gradlint.model.gate_tests import GateTest, Lookup, read_gate, read_last_micro_batch
 from gradlint.model.syntax import dotted
@@ -132,8 +132,8 @@ def _gate(unit: UnitModel, node: cst.If, ancestors: tuple[cst.CSTNode, ...], tes
     if node.orelse is not None and isinstance(node.orelse, cst.Else):
         head.update_branch = node.orelse.body
         return head
-    if _ends_with_continue(node.body):
-        block = _loop_body(ancestors)
+    if _ends_with_continue(node.body) or (_ends_with_return(node.body) and not any(isinstance(a, LOOPS) for a in ancestors)):
+        block = _loop_body(ancestors)  # `return` ends a per-batch function's pass (espnet's `update_core`)
         head.update_branch = block
         head.guard = True
         head.guard_chain = (*ancestors, node)
@@ -156,6 +156,11 @@ def _ends_with_continue(block: cst.BaseSuite) -> bool:
     if isinstance(last, cst.SimpleStatementLine):
         return isinstance(last.body[-1], cst.Continue)
     return False
+
+
+def _ends_with_return(block: cst.BaseSuite) -> bool:
+    last = block.body[-1] if block.body else None
+    return isinstance(last, cst.SimpleStatementLine) and isinstance(last.body[-1], cst.Return)
 
 
 def _qualifies(gate: Gate, events: list[Event], accelerate: bool, test: GateTest) -> bool:
@@ -193,6 +198,8 @@ def _reset_every_pass(root: cst.CSTNode, gate: Gate, events: list[Event]) -> boo
         return False
     body = getattr(root, "body", None)
     for statement in body.body if isinstance(body, cst.IndentedBlock) else ():
+        if gate.guard and statement is gate.node:
+            break  # after `if count != N: return` a reset runs at the boundary only
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small in statement.body:

@@ -169,7 +169,7 @@ def _read_comparison(expr: cst.Comparison, counters: set[str]) -> GateTest | Non
         return None
     if isinstance(op, (cst.Equal, cst.GreaterThanEqual)):
         return GateTest(True, counter, count_bound=bound)
-    if isinstance(op, cst.LessThan):
+    if isinstance(op, (cst.LessThan, cst.NotEqual)):  # `if self.count != N: return` while accumulating
         return GateTest(False, counter, count_bound=bound)
     return None
 
