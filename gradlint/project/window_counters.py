@@ -60,7 +60,7 @@ def window_counter(node: ast.FunctionDef | ast.AsyncFunctionDef) -> WindowCounte
     modulo = [s for s in sides if isinstance(s, ast.BinOp) and isinstance(s.op, ast.Mod)]
     if len(zero) != 1 or len(modulo) != 1:
         return None
-    left, right = modulo[0].left, modulo[0].right  # type: ignore[attr-defined]
+    left, right = modulo[0].left, modulo[0].right
     if _self_attribute(left) != counted or not isinstance(right, ast.Name) or right.id not in params:
         return None
     return counted, params.index(right.id)
