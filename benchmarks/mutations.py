@@ -256,8 +256,27 @@ def _scheduler_before_step(src: _Source, a: Anchors) -> int:
 
 def _unscale_after_clip(src: _Source, a: Anchors) -> int:
     clip = src.statement(a.get("clip"), "clip")
-    src.move(src.statement(a.get("unscale"), "unscale"), clip, after=True)
+    unscale = src.statement(a.get("unscale"), "unscale")
+    if _clip_in_another_arm(src, clip, unscale):
+        raise NotApplicable("another branch clips too: the moved unscale would leave it unscaled as well (two defects)")
+    src.move(unscale, clip, after=True)
     return clip.lineno
+
+
+def _clip_in_another_arm(src: _Source, clip: ast.stmt, unscale: ast.stmt) -> bool:
+    """Whether ``clip`` sits in one arm of an ``if`` (inside the ``unscale``'s block) whose other
+    arm clips too (``if fsdp: model.clip_grad_norm_(...)`` / ``else: clip_grad_norm_(...)``)."""
+    child: ast.AST = clip
+    node = src.parents.get(clip)
+    while node is not None and not _inside(unscale, node) and node is not unscale:
+        if isinstance(node, ast.If):
+            arms = [node.body, node.orelse]
+            other = [s for arm in arms if child not in arm for s in arm]
+            if any(isinstance(c, ast.Call) and "clip" in (getattr(c.func, "attr", None) or getattr(c.func, "id", ""))
+                   for s in other for c in ast.walk(s)):
+                return True
+        child, node = node, src.parents.get(node)
+    return False
 
 
 def _zero_grad_before_step(src: _Source, a: Anchors) -> int:

@@ -351,6 +351,21 @@ def test_mutations_that_would_not_inject_one_defect_do_not_apply() -> None:
     with pytest.raises(NotApplicable, match="already comes before the step"):
         mutate(WINDOW_IN_HELPER, by_name["scheduler-before-step"],
                {"backward": 8, "scheduler": 10, "step": 12}, accumulates=True)
+    # the unscale covers the clip of either arm: moving it into one arm unscales the other no more
+    arms = ("def train(model, loader, optimizer, scaler, fsdp):\n"
+            "    for batch in loader:\n"
+            "        scaler.scale(model(batch)).backward()\n"
+            "        scaler.unscale_(optimizer)\n"
+            "        if fsdp:\n"
+            "            model.clip_grad_norm_(1.0)\n"
+            "        else:\n"
+            "            torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)\n"
+            "        scaler.step(optimizer)\n")
+    with pytest.raises(NotApplicable, match="another branch clips too"):
+        mutate(arms, by_name["unscale-after-clip"], {"backward": 3, "unscale": 4, "clip": 8}, accumulates=False)
+    one_arm = arms.replace("            model.clip_grad_norm_(1.0)\n", "            pass\n")
+    assert mutate(one_arm, by_name["unscale-after-clip"], {"backward": 3, "unscale": 4, "clip": 8},
+                  accumulates=False).expected_line == 7
     # a backward helper without a loop of its own is still a place in the window
     helper = WINDOW_IN_HELPER.replace("        for micro_batch in micro_batches:\n    ", "")
     assert mutate(helper, by_name["step-into-micro-batch"], {"backward": 7, "step": 11},

@@ -150,3 +150,23 @@ def test_annotated_class_names(annotation: str, expected: str | None) -> None:
     from gradlint.project.kinds import annotated_name
 
     assert annotated_name(ast.parse(annotation, mode="eval").body) == expected
+
+
+@pytest.mark.parametrize(("body", "expected"), [
+    ("self.n += 1\n    return self.n % k == 0", ("n", 0)),
+    ('"""Whether to update."""\n    self.n += 1\n    return 0 == self.n % k', ("n", 0)),
+    ("self.n += 1\n    return self.n % self.k == 0", None),   # N is not handed in
+    ("return self.n % k == 0", None),                        # counts nothing itself
+    ("self.n += 2\n    return self.n % k == 0", None),
+    ("self.n += 1\n    return self.m % k == 0", None),       # tests another counter
+    ("self.n += 1\n    return self.n % k != 0", None),       # true while accumulating: not read
+    ("self.n += 1\n    log(self.n)\n    return self.n % k == 0", None),
+])
+def test_window_counting_methods(body: str, expected: tuple[str, int] | None) -> None:
+    import ast
+
+    from gradlint.project.window_counters import window_counter
+
+    node = ast.parse(f"def step(self, k):\n    {body}\n").body[0]
+    assert isinstance(node, ast.FunctionDef)
+    assert window_counter(node) == expected

@@ -229,6 +229,8 @@ def _reset_every_pass(root: cst.CSTNode, gate: Gate, events: list[Event]) -> boo
         return False
     body = getattr(root, "body", None)
     for statement in body.body if isinstance(body, cst.IndentedBlock) else ():
+        if gate.guard and statement is gate.node:
+            break  # after `if count != N: return` a reset runs at the boundary only
         if not isinstance(statement, cst.SimpleStatementLine):
             continue
         for small in statement.body:

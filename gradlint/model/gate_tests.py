@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, replace
 
@@ -10,6 +11,8 @@ import libcst as cst
 from gradlint.model.framework_methods import FINAL_CALLS, GATE_CALLS
 from gradlint.model.syntax import dotted, names_in
 
+_STEP_FLAG = re.compile(r"^(should|do)_(optimizer_)?step$")
+"""A flag named for deciding the optimizer step (``should_step``, ``do_step``), with no value to read."""
 _FINAL_WORDS = ("len(", "last", "final", "steps_per_epoch", "num_batches", "epoch_end", "new_epoch", "max_steps",
                 "total_steps")
 
@@ -61,6 +64,8 @@ def read_gate(
         return read_gate(assigned, lookup, counters, code, depth + 1)
     if last == "is_accumulating":
         return GateTest(update_when=False)
+    if _STEP_FLAG.match(last):  # a flag handed in (`def train_step(self, batch, should_step)`): true at an update
+        return GateTest(update_when=True)
     return None
 
 
@@ -170,7 +175,7 @@ def _read_comparison(expr: cst.Comparison, counters: set[str]) -> GateTest | Non
         return None
     if isinstance(op, (cst.Equal, cst.GreaterThanEqual)):
         return GateTest(True, counter, count_bound=bound)
-    if isinstance(op, (cst.LessThan, cst.NotEqual)):
+    if isinstance(op, (cst.LessThan, cst.NotEqual)):  # `if self.count != N: return` while accumulating
         return GateTest(False, counter, count_bound=bound)
     return None
 
