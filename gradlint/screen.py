@@ -39,11 +39,17 @@ _CALLED_NAMES = "|".join(sorted(_TRAINING_ATTRS | CLIP_FUNCTIONS | {"backward", 
 _CALLED_WORD = re.compile(rf"(?<!\w)(?:{_CALLED_NAMES})(?!\w)")
 
 
+_SELF_INCREMENT = re.compile(r"(?<!\w)self\s*\.\s*\w+\s*\+=")
+"""``self.<attr> +=``: a method advancing a counter is a unit too (``_Collector.visit_AugAssign``)."""
+
+
 def may_hold_training_call(text: str) -> bool:
-    """Whether ``text`` can hold a call that makes a unit (:func:`_is_training_call`): it spells
+    """Whether ``text`` can hold what makes a unit: a call of :func:`_is_training_call` (it spells
     one of their names as a whole identifier, as written or as Python's parser normalises
-    identifiers (NFKC). A text that cannot has no unit, so its screen is not needed."""
-    return _CALLED_WORD.search(text if text.isascii() else unicodedata.normalize("NFKC", text)) is not None
+    identifiers, NFKC) or a ``self.<attr> +=`` counter. A text that cannot has no unit, so its
+    screen is not needed."""
+    text = text if text.isascii() else unicodedata.normalize("NFKC", text)
+    return _CALLED_WORD.search(text) is not None or _SELF_INCREMENT.search(text) is not None
 
 
 @dataclass(frozen=True)
