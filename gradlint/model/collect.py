@@ -189,11 +189,25 @@ class _Walker(cst.CSTVisitor):
                 self._add(record, call)
             if _backward_method_call(call, found):
                 self.items[-1] = dataclasses.replace(self.items[-1], followable=True)
-            return  # its role says what it does: not a callee that may zero (TrainingLoop.calls_zeroing)
-        self.items.append(SummaryItem(Item.CALL, call, ancestors))
+            if not self._wrapper_method(call):
+                return  # its role says what it does: not a callee that may zero (TrainingLoop.calls_zeroing)
+        else:
+            self.items.append(SummaryItem(Item.CALL, call, ancestors))
         callee = dotted(call.func) or ""
         if callee:
             self.items.append(SummaryItem(Item.CALLEE, call, ancestors, name=callee.rsplit(".", 1)[-1]))
+
+    def _wrapper_method(self, call: cst.Call) -> bool:
+        """Whether a role call may be a project wrapper's method that zeroes: its receiver has a
+        kind from its name alone (``self.optim``, no binding) and a function of the module by
+        the method's name zeroes (``AmpOptimizer.step`` calling ``zero_grad``)."""
+        if not isinstance(call.func, cst.Attribute):
+            return False
+        receiver = dotted(call.func.value)
+        facts = self.unit.facts
+        return (receiver is not None and receiver not in facts.bindings
+                and receiver.removeprefix("self.") not in facts.bindings
+                and call.func.attr.value in facts.zeroing_functions)
 
     def _assignment(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
         line = self.unit.span(node).line
