@@ -135,6 +135,8 @@ def _anchor(statement: ast.stmt) -> str:
     if isinstance(statement, ast.Expr) and isinstance(statement.value, ast.Call):
         func = statement.value.func
         return f"{kind} {func.attr if isinstance(func, ast.Attribute) else ast.unparse(func)}"
+    if isinstance(statement, ast.Return):
+        return kind  # a returned value rewritten in place (GL206's clamp) is still the return
     return f"{kind} {_header(statement)}"
 
 
