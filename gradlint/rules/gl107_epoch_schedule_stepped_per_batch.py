@@ -131,7 +131,10 @@ def _names_through(built: Construction, value: cst.BaseExpression) -> set[str]:
 
 def _after_batch_loop(loop: TrainingLoop, event: Event, epochs: cst.For) -> Change | None:
     """Move the scheduler step to just after the batch loop, in the epoch loop (unsafe: the
-    schedule may have been meant per batch and sized wrongly instead)."""
+    schedule may have been meant per batch and sized wrongly instead). Not offered out of an
+    ``accelerator.accumulate()`` block: the call would leave the context Accelerate steps it in."""
+    if loop.in_accumulate(event) is not None:
+        return None
     layout = layout_of(loop.unit)
     statement = edits.movable(loop, event)
     block = epochs.body
