@@ -39,7 +39,7 @@ def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 
 def test_every_project_layout_is_there() -> None:
     assert NAMES == ["callback_loop", "class_hierarchy", "helper_defects", "hf_trainer_subclass", "loss_contracts",
-                     "nested_package", "runner_hooks", "script_layout", "trainer_package"]
+                     "runner_hooks", "script_layout", "trainer_package", "window_counter"]
     assert all(_markers(PROJECTS / name) for name in NAMES)
 
 

@@ -17,10 +17,9 @@ ROOT_MARKERS = ("pyproject.toml", "gradlint.toml", ".gradlint.toml", ".git")
 
 
 def project_root(path: Path) -> Path:
-    """The nearest folder at or above ``path``'s folder that holds a root marker (else the folder
-    holding its top-level package)."""
+    """The nearest folder at or above ``path``'s folder that holds a root marker (else that folder)."""
     folder = path.absolute().parent
-    return _marked_root(folder) or _package_base(path.absolute())
+    return _marked_root(folder) or folder
 
 
 @lru_cache(maxsize=1024)
@@ -57,24 +56,12 @@ def _package_init(folder: Path, absent: set[Path] | None = None) -> Path | None:
 
 
 def search_bases(importer: Path, root: Path) -> Iterator[Path]:
-    """The folders an absolute import in ``importer`` is looked up from, in order: its own
-    folder, the folder holding its top-level package (``pkg/`` of ``pkg/sub/mod.py``, where
-    ``pkg`` and ``sub`` hold an ``__init__.py``: what puts ``pkg`` on the path), the root, ``src/``."""
+    """The folders an absolute import in ``importer`` is looked up from, in order."""
     seen: set[Path] = set()
-    for base in (importer.absolute().parent, _package_base(importer.absolute()), root, root / "src"):
+    for base in (importer.absolute().parent, root, root / "src"):
         if base not in seen and base.is_dir():
             seen.add(base)
             yield base
-
-
-@lru_cache(maxsize=1024)
-def _package_base(importer: Path) -> Path:
-    """The parent of the outermost package folder around ``importer`` (its own folder when
-    that holds no ``__init__.py``)."""
-    folder = importer.parent
-    while (folder / "__init__.py").is_file() and folder.parent != folder:
-        folder = folder.parent
-    return folder
 
 
 def within(path: Path, root: Path) -> bool:
