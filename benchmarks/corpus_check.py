@@ -42,8 +42,8 @@ sys.path.insert(0, str(REPO / "tests"))
 
 from fixsafety import check_fix_safety
 
-from gradlint.engine import lint_bytes
 from gradlint.catalogue import CATALOGUE
+from gradlint.engine import lint_bytes
 from gradlint.prefilter import might_hold_training_loop_bytes
 from gradlint.settings import Settings, default_settings
 from gradlint.source import decode

@@ -24,8 +24,8 @@ from common import REPO
 
 sys.path.insert(0, str(REPO))
 
-from gradlint.engine import lint_bytes  # noqa: E402  (this checkout first)
 from gradlint.catalogue import CATALOGUE  # noqa: E402
+from gradlint.engine import lint_bytes  # noqa: E402  (this checkout first)
 from gradlint.prefilter import might_hold_training_loop_bytes  # noqa: E402
 from gradlint.settings import Settings  # noqa: E402
 

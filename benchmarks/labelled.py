@@ -17,7 +17,6 @@ from __future__ import annotations
 import argparse
 import datetime as dt
 import json
-import re
 import subprocess
 import sys
 from collections import Counter
@@ -26,8 +25,8 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from labelled_sources import Finding, SourceError, lint_files, package_root
-from results import write_section
 from labelset import LABELS_DIR, Defect, LabelError, LabelFile, Loop, check_sources, label_paths, load
+from results import write_section
 
 RESULTS = Path(__file__).resolve().with_name("RESULTS.md")
 SECTION = "labelled-benchmark"

@@ -27,10 +27,9 @@ import statistics
 import sys
 import time
 
+from common import REPO, gradlint_env
 from lsprotocol import types
 from pygls.lsp.client import LanguageClient
-
-from common import REPO, gradlint_env
 
 TARGET_MS = 100.0
 DEBOUNCE_MS = 200.0  # gradlint.lsp.server.DEBOUNCE_SECONDS
