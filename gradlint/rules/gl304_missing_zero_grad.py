@@ -89,7 +89,7 @@ def _zeroed(loop: TrainingLoop, step: Event, steps: list[Event]) -> bool:
             continue
         if zero.kind is not Kind.OPTIMIZER or zero.receiver not in stepped or zero.receiver == step.target:
             return True
-    return step.target is None
+    return step.target is None and bool(loop.of(Role.ZERO_GRAD))  # an unnamed optimizer: any zeroing may be its
 
 
 def _on_failure_only(zero: Event, step: Event) -> bool:
