@@ -344,7 +344,7 @@ def test_mutations_that_would_not_inject_one_defect_do_not_apply() -> None:
         mutate(ONE_UPDATE_CALL, by_name["clip-into-micro-batch"],
                {"backward": 5, "clip": 7, "step": 7, "scheduler": 7}, accumulates=True)
     # beside a call that runs the whole micro-batch loop is after the window, not in it
-    with pytest.raises(NotApplicable, match="runs the micro-batch loop"):
+    with pytest.raises(NotApplicable, match="calls a helper holding the whole micro-batch loop"):
         mutate(WINDOW_IN_HELPER, by_name["step-into-micro-batch"],
                {"backward": 8, "clip": 9, "step": 12}, accumulates=True)
     # a scheduler already before the step (it sets the coming update's rate): moving changes nothing
@@ -587,5 +587,5 @@ def test_zero_grad_into_micro_batch_needs_a_zeroing_apart_from_the_step() -> Non
             "        (self.loss(batch) / n).backward()\n        if (i + 1) % n == 0:\n"
             "            self._step(optimizer)\n")
     kind = next(k for k in KINDS if k.name == "zero-grad-into-micro-batch")
-    with pytest.raises(NotApplicable, match="shares its statement with the step"):
+    with pytest.raises(NotApplicable, match="the zero_grad statement also holds the step anchor"):
         mutate(text, kind, {"backward": 3, "gate": 4, "step": 5, "zero_grad": 5}, True, (2, 5))
