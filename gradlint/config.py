@@ -381,11 +381,15 @@ class ConfigResolver:
         self.isolated = isolated
         self.values = dict(values)  # --config KEY=VALUE: set in every configuration, as if written there
         self._folders: dict[Path, Config] = {}
+        self._paths: dict[Path, Config] = {}  # a run asks for each file's twice (settings, size limit)
 
     def for_path(self, path: Path) -> Config:
         """The configuration for a file (or folder) ``path``, with the command line's values."""
-        path = path.absolute()
-        return self.for_folder(path if is_folder(path) else path.parent)
+        found = self._paths.get(path)
+        if found is None:
+            absolute = path.absolute()
+            found = self._paths[path] = self.for_folder(absolute if is_folder(absolute) else absolute.parent)
+        return found
 
     def for_folder(self, folder: Path) -> Config:
         """The configuration for files directly inside ``folder``, with the command line's values."""
