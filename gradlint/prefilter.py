@@ -33,17 +33,27 @@ _HINT = re.compile(r"noqa|gradlint", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"\w+")
 
 
+_BACKWARD_USE = r"backward\s*\(|\.\s*backward\b|\bbackward\s*[,)=]|import[^\n]*\bbackward\b"
+"""``backward`` written as code can be read as: called or defined (``backward(``), an attribute
+(``loss.backward``, ``torch.autograd.backward``), imported (``from torch.autograd import
+backward``, also in a parenthesised list) or bound. Prose such as "backward compatibility" is none."""
+_BACKWARD_TEXT = re.compile(_BACKWARD_USE, re.ASCII)  # the bytes pattern's answer on latin-1 text
+_BACKWARD_BYTES = re.compile(_BACKWARD_USE.encode())
+
+
 def might_hold_training_loop(text: str) -> bool:
-    """A text with no ``backward``, no ``.step(`` and no ``loss_scaler(`` (timm's fused
-    backward-and-step) cannot hold a training loop, nor, without ``compute_loss``, a loss
+    """A text with no ``backward`` used as code, no ``.step(`` and no ``loss_scaler(`` (timm's
+    fused backward-and-step) cannot hold a training loop, nor, without ``compute_loss``, a loss
     hook of a framework's loop (the HF Trainer's)."""
-    return "backward" in text or ".step(" in text or NATIVE_SCALER in text or LOSS_HOOK in text
+    return (".step(" in text or NATIVE_SCALER in text or LOSS_HOOK in text
+            or ("backward" in text and _BACKWARD_TEXT.search(text) is not None))
 
 
 def might_hold_training_loop_bytes(data: bytes) -> bool:
     """:func:`might_hold_training_loop` on raw file bytes, without decoding them: the same
     answer as on ``data.decode("latin-1")`` (which maps each byte to one character)."""
-    return b"backward" in data or b".step(" in data or NATIVE_SCALER.encode() in data or LOSS_HOOK.encode() in data
+    return (b".step(" in data or NATIVE_SCALER.encode() in data or LOSS_HOOK.encode() in data
+            or (b"backward" in data and _BACKWARD_BYTES.search(data) is not None))
 
 
 def might_hold_suppression(text: str) -> bool:

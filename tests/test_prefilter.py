@@ -29,6 +29,24 @@ def test_verdicts(text: str, verdict: Verdict) -> None:
     assert judge(text) == verdict
 
 
+@pytest.mark.parametrize(("text", "training"), [
+    ("# kept for backward compatibility\n", False),
+    ('"""A backward-compatible alias."""\n', False),
+    ("loss.backward()\n", True),
+    ("scaler.scale(loss).backward ()\n", True),
+    ("self.manual_backward(loss)\n", True),
+    ("def backward(ctx, grad):\n    return grad\n", True),
+    ("from torch.autograd import (\n    grad,\n    backward\n)\n", True),
+    ("from torch.autograd import backward as bw\n", True),
+    ("bwd = torch.autograd.backward\n", True),
+])
+def test_backward_counts_only_as_code(text: str, training: bool) -> None:
+    """Prose that says "backward" makes no file worth analysing; every way code can spell the
+    call does, and the bytes test gives the text test's answer."""
+    assert judge(text).training is training
+    assert worth_reading(text.encode(), default_settings()) is training
+
+
 def test_a_suppression_alone_is_worth_it_only_with_gl900() -> None:
     verdict = judge("x = 1  # noqa: GL101\n")
     assert verdict.worth(EVERY_RULE) and not verdict.worth(default_settings())
