@@ -63,7 +63,7 @@ def test_encodings_and_layouts_are_read_like_python(data: bytes, expected: list)
 @pytest.mark.parametrize(("data", "expected"), [
     (b"# \xff\xfe\n" + BAD.encode(), (1, 3, "GL000", "source is not valid utf-8 text and declares no other encoding")),
     (BAD.encode() + b"\x00\x01\x02", (16, 1, "GL000", "file contains NUL bytes (binary, not Python source)")),
-    (bytes(range(256)) * 4 + b"backward", (1, 1, "GL000", "file contains NUL bytes (binary, not Python source)")),
+    (bytes(range(256)) * 4 + b"loss.backward()", (1, 1, "GL000", "file contains NUL bytes (binary, not Python source)")),
     (b"# coding: klingon\n" + BAD.encode(), (1, 1, "GL000", "cannot decode source: unknown encoding: klingon")),
     ((LATIN1 + BAD).encode("latin-1").replace(b"latin-1", b"utf-8"),
      (2, 6, "GL000", "source is not valid utf-8 text")),
@@ -134,9 +134,9 @@ CODE_CELL = {"cell_type": "code", "metadata": {}, "outputs": [], "execution_coun
 
 
 @pytest.mark.parametrize(("data", "message"), [
-    (b"{not json, backward", ("not a notebook: invalid JSON: Expecting property name enclosed in double quotes: "
+    (b"{not json, loss.backward()", ("not a notebook: invalid JSON: Expecting property name enclosed in double quotes: "
                              "line 1 column 2 (char 1)")),
-    (b"[" * 100_000 + b"backward" + b"]" * 100_000,
+    (b"[" * 100_000 + b"loss.backward()" + b"]" * 100_000,
      ("not a notebook: invalid JSON: maximum recursion depth exceeded while decoding a JSON array from a unicode "
      "string")),
     (_notebook("loss.backward()"), "not a notebook: no 'cells' list"),
