@@ -15,7 +15,7 @@ import libcst as cst
 
 from gradlint.model.collect import Site
 from gradlint.model.node_memo import per_node
-from gradlint.model.syntax import names_in
+from gradlint.model.syntax import is_lr_target, names_in
 from gradlint.model.unit import UnitModel
 
 
@@ -68,17 +68,9 @@ def _lr_names(root: cst.CSTNode) -> frozenset[str]:
 
     class _Lr(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign) -> None:
-            if any(_is_lr(t.target) for t in node.targets):
+            if any(is_lr_target(t.target) for t in node.targets):
                 found.update(names_in(node.value))
 
     root.visit(_Lr())
     return frozenset(found)
 
-
-def _is_lr(target: cst.BaseExpression) -> bool:
-    if isinstance(target, cst.Attribute):
-        return target.attr.value == "lr"
-    if isinstance(target, cst.Subscript) and len(target.slice) == 1:
-        key = target.slice[0].slice
-        return isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString) and key.value.evaluated_value == "lr"
-    return False

@@ -52,3 +52,13 @@ def first_arg(call: cst.Call) -> cst.BaseExpression | None:
         if arg.keyword is None and not arg.star:
             return arg.value
     return None
+
+
+def is_lr_target(target: cst.BaseExpression) -> bool:
+    """Whether an assignment target sets a learning rate: ``optimizer.lr`` or ``group["lr"]``."""
+    if isinstance(target, cst.Attribute):
+        return target.attr.value == "lr"
+    if isinstance(target, cst.Subscript) and len(target.slice) == 1:
+        key = target.slice[0].slice
+        return isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString) and key.value.evaluated_value == "lr"
+    return False

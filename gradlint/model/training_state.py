@@ -15,7 +15,7 @@ import libcst as cst
 
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.model.node_memo import per_node
-from gradlint.model.syntax import dotted, first_arg, names_in
+from gradlint.model.syntax import dotted, first_arg, is_lr_target, names_in
 from gradlint.names import Kind, counts_updates
 
 _SCALER_CLASSES = frozenset({"GradScaler", "ShardedGradScaler"})
@@ -233,7 +233,7 @@ def _clock_names(root: cst.CSTNode) -> frozenset[str]:
 
     class _Clocks(cst.CSTVisitor):
         def visit_Assign(self, node: cst.Assign) -> None:
-            if any(_is_lr(t.target) for t in node.targets):
+            if any(is_lr_target(t.target) for t in node.targets):
                 found.update(names_in(node.value))
 
         def visit_While(self, node: cst.While) -> None:
@@ -248,11 +248,3 @@ def _clock_names(root: cst.CSTNode) -> frozenset[str]:
     root.visit(_Clocks())
     return frozenset(found)
 
-
-def _is_lr(target: cst.BaseExpression) -> bool:
-    if isinstance(target, cst.Attribute):
-        return target.attr.value == "lr"
-    if isinstance(target, cst.Subscript) and len(target.slice) == 1:
-        key = target.slice[0].slice
-        return isinstance(key, cst.Index) and isinstance(key.value, cst.SimpleString) and key.value.evaluated_value == "lr"
-    return False
