@@ -7,10 +7,10 @@ For each such loop and each mutation kind whose anchors the loop has (see
 ``mutations.py``), the mutated file is linted through gradlint's stdin from the package
 root.  A mutant is caught when the kind's code is reported on the expected line (or, when
 the statement there calls a function of the module, where that function writes the call:
-gradlint reports an event in the helper that holds it) and no other finding appears that
-the original (lines shifted) did not have.  Mutants that do
-not parse are skipped and counted.  Findings inside the unmutated correct loops are
-listed: the originals must be clean.
+gradlint reports an event in the helper that holds it) and no finding appears elsewhere that
+the original (lines shifted) did not have; a second code on that same line is on the
+mutated statement, not elsewhere.  Mutants that do not parse are skipped and counted.
+Findings inside the unmutated correct loops are listed: the originals must be clean.
 """
 
 from __future__ import annotations
@@ -90,13 +90,16 @@ def mutants_of(lab: LabelFile, loop: Loop, text: str, original: Sequence[Finding
 
 
 def judge(job: _Job, findings: Sequence[Finding]) -> Outcome:
-    """Caught when the only new finding is the expected code on the expected line, or inside
-    a function of the module that the statement on that line calls (gradlint reports an
-    event where its call is written: in the helper that holds it)."""
+    """Caught when the expected code is reported on the expected line, or inside a function of
+    the module that the statement on that line calls (gradlint reports an event where its call
+    is written: in the helper that holds it), and nothing new appears elsewhere: a second code
+    on that same line (a clip moved into the micro-batch also precedes the boundary's
+    ``unscale_``) is a finding on the mutated statement, not elsewhere."""
     new = sorted(_keys(findings) - job.shifted, key=lambda k: (k[1], k[0]))
     code, line = job.base.code, job.base.line
-    caught = len(new) == 1 and new[0][0] == code and (
-        new[0][1] == line or new[0][1] in helper_lines(job.mutant.text, line))
+    places = {line} | helper_lines(job.mutant.text, line)
+    hit = {n for c, n in new if c == code and n in places}
+    caught = bool(hit) and all(n in hit for _, n in new)
     return replace(job.base, status="caught" if caught else "missed",
                    reported=tuple(f"{c}:{n}" for c, n in new))
 

@@ -417,6 +417,9 @@ def test_a_mutant_is_caught_in_the_helper_its_moved_call_reaches() -> None:
     assert judged(("GL301", 14)) == "missed"  # in a function line 11 does not reach
     assert judged(("GL101", 6)) == "missed"
     assert judged(("GL301", 6), ("GL305", 10)) == "missed"
+    assert judged(("GL301", 11), ("GL303", 11)) == "caught"  # a second code on the mutated line
+    assert judged(("GL303", 11)) == "missed"  # only the second code
+    assert judged(("GL301", 11), ("GL303", 12)) == "missed"  # something new elsewhere
 
 
 def test_a_mutant_that_does_not_compile_is_flagged() -> None:
