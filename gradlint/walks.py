@@ -1,0 +1,21 @@
+"""``ast.walk`` of a tree or a function, listed once per node and kept while the tree lives.
+
+Many readers of a module (loss functions, sync guards, loaders, kinds, valid counts, hooks)
+each walk the same module and its functions, some once per function or per call: a walk
+listed once makes the later ones a plain iteration. Trees are never changed after parsing.
+"""
+
+from __future__ import annotations
+
+import ast
+import weakref
+
+_WALKS: weakref.WeakKeyDictionary[ast.AST, tuple[ast.AST, ...]] = weakref.WeakKeyDictionary()
+
+
+def walk(node: ast.AST) -> tuple[ast.AST, ...]:
+    """The nodes ``ast.walk(node)`` yields, in its order (``node`` first, breadth first)."""
+    found = _WALKS.get(node)
+    if found is None:
+        found = _WALKS[node] = tuple(ast.walk(node))
+    return found
