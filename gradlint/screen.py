@@ -28,6 +28,7 @@ from gradlint.names import (
 )
 from gradlint.source import parse_python
 from gradlint.sync_facts import guarded_calls, sync_facts
+from gradlint.walks import walk
 
 _TRAINING_ATTRS = frozenset({"backward", "manual_backward", "step", "zero_grad", "clear_grad", "unscale_"} | CLIP_FUNCTIONS
                             | FRAMEWORK_CLIP_METHODS)
@@ -395,7 +396,7 @@ def _loader_factories(facts: ModuleFacts, tree: ast.Module, loaders: dict[str, s
     """Functions of the module (one definition of the name) that return a distributed loader
     from every ``return`` of their own body."""
     definitions: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             definitions.setdefault(node.name, []).append(node)
     factories = set()

@@ -7,6 +7,7 @@ from __future__ import annotations
 import ast
 
 from gradlint.names import dotted_name
+from gradlint.walks import walk
 
 GUARD_ATTRS = frozenset({"no_sync", "no_backward_sync"})
 
@@ -81,14 +82,14 @@ def guarded_calls(tree: ast.Module, helpers: set[str]) -> set[str]:
     enters a sync guard: the guard may cover the forward of a loss they receive
     (``with ctx: loss = self.model(x)``, then ``self.run_optimizer(loss)``)."""
     found: set[str] = set()
-    bound = {t.id for node in ast.walk(tree) if isinstance(node, ast.Assign) and enters_guard(node.value, helpers)
+    bound = {t.id for node in walk(tree) if isinstance(node, ast.Assign) and enters_guard(node.value, helpers)
              for t in node.targets if isinstance(t, ast.Name)}  # `ctx = m.no_sync() if skip else nullcontext()`
-    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
-        withs = [n for n in ast.walk(function) if isinstance(n, (ast.With, ast.AsyncWith))]
+    for function in (n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        withs = [n for n in walk(function) if isinstance(n, (ast.With, ast.AsyncWith))]
         if not any(enters_guard(i.context_expr, helpers) or isinstance(i.context_expr, ast.Name) and i.context_expr.id in bound
                    for w in withs for i in w.items):
             continue
-        for call in (c for c in ast.walk(function) if isinstance(c, ast.Call)):
+        for call in (c for c in walk(function) if isinstance(c, ast.Call)):
             func = call.func
             if isinstance(func, ast.Name) and func.id != function.name:
                 found.add(func.id)

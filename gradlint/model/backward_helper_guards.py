@@ -10,6 +10,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gradlint.sync_facts import enters_guard, guarded_calls, sync_facts
+from gradlint.walks import walk
 
 _BACKWARDS = frozenset({"backward", "backward_by_grad"})
 """Methods that backpropagate their receiver or first argument (``loss.backward()``,
@@ -34,7 +35,7 @@ def late_guards(tree: ast.Module) -> Iterator[LateGuard]:
     guard the forward too)."""
     helpers, _ = sync_facts(tree)
     guarded = guarded_calls(tree, helpers)
-    for function in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+    for function in (n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
         if function.name in helpers or function.name in guarded:
             continue
         parameters = _parameters(function)

@@ -17,6 +17,7 @@ from collections.abc import Iterator
 from dataclasses import dataclass
 
 from gradlint.names import Kind, dotted_name, kind_by_name
+from gradlint.walks import walk
 
 HOOK_REGISTRATIONS = frozenset({
     "register_post_accumulate_grad_hook", "register_hook", "register_full_backward_hook",
@@ -40,7 +41,7 @@ def hook_steps(tree: ast.Module) -> Iterator[HookStep]:
     """Every hook registration of the module whose hook steps or zeroes an optimizer outside
     any ``if`` (a hook that tests a window counter first may own the boundary itself)."""
     functions = _functions(tree)
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call):
             continue
         name = dotted_name(node.func) or ""
@@ -89,7 +90,7 @@ def accumulates(scope: ast.AST) -> bool:
 def _own_nodes(scope: ast.AST) -> Iterator[ast.AST]:
     """The nodes of ``scope``; for the module, those outside its functions and classes."""
     if not isinstance(scope, ast.Module):
-        yield from ast.walk(scope)
+        yield from walk(scope)
         return
     for statement in scope.body:
         if not isinstance(statement, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)):
@@ -104,7 +105,7 @@ def _names_factor(node: ast.expr) -> bool:
 def _functions(tree: ast.Module) -> dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]]:
     """Every function and method of the module by name (nested ones included)."""
     found: dict[str, list[ast.FunctionDef | ast.AsyncFunctionDef]] = {}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef)):
             found.setdefault(node.name, []).append(node)
     return found

@@ -15,6 +15,7 @@ import libcst as cst
 
 from gradlint.model.collect import Site
 from gradlint.model.node_memo import per_node
+from gradlint.model.preorder import preorder
 from gradlint.model.syntax import is_lr_target, names_in
 from gradlint.model.unit import UnitModel
 
@@ -65,12 +66,8 @@ def _comparisons(test: cst.BaseExpression) -> list[cst.BaseExpression]:
 def _lr_names(root: cst.CSTNode) -> frozenset[str]:
     """Names read by the right side of ``group["lr"] = ...`` / ``optimizer.lr = ...``."""
     found: set[str] = set()
-
-    class _Lr(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
-            if any(is_lr_target(t.target) for t in node.targets):
-                found.update(names_in(node.value))
-
-    root.visit(_Lr())
+    for node in preorder(root).nodes:
+        if isinstance(node, cst.Assign) and any(is_lr_target(t.target) for t in node.targets):
+            found.update(names_in(node.value))
     return frozenset(found)
 

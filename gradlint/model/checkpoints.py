@@ -102,9 +102,21 @@ def scopes_of(tree: ast.Module, name: str, class_name: str | None, start: int, e
     return [Scope(m, m.name == name and start <= m.lineno <= end) for m in methods]
 
 
-def own_nodes(scope: Function | ast.Module) -> Iterator[ast.AST]:
+_OWN_NODES: weakref.WeakKeyDictionary[ast.AST, tuple[ast.AST, ...]] = weakref.WeakKeyDictionary()
+_VALUES: weakref.WeakKeyDictionary[ast.AST, _Values] = weakref.WeakKeyDictionary()
+
+
+def own_nodes(scope: Function | ast.Module) -> tuple[ast.AST, ...]:
     """Every node of the function's (or module's top-level) code, nested functions, lambdas and
-    classes left out."""
+    classes left out, in source order; listed once per scope (the rule reads each method of a
+    class for every loop of the class, five ways)."""
+    found = _OWN_NODES.get(scope)
+    if found is None:
+        found = _OWN_NODES[scope] = tuple(_own_nodes(scope))
+    return found
+
+
+def _own_nodes(scope: Function | ast.Module) -> Iterator[ast.AST]:
     stack: list[ast.AST] = list(reversed(scope.body))
     while stack:
         node = stack.pop()
@@ -112,6 +124,14 @@ def own_nodes(scope: Function | ast.Module) -> Iterator[ast.AST]:
             continue
         yield node
         stack.extend(reversed(list(ast.iter_child_nodes(node))))
+
+
+def _values_of(scope: Function | ast.Module) -> _Values:
+    """:class:`_Values` of ``scope``, read once per scope (callers only read it)."""
+    found = _VALUES.get(scope)
+    if found is None:
+        found = _VALUES[scope] = _Values(scope)
+    return found
 
 
 class _Values:
@@ -255,7 +275,7 @@ def _import_aliases(tree: ast.Module) -> dict[str, str]:
 def checkpoints(scope: Function | ast.Module, aliases: dict[str, str], helpers: HelperSaves) -> list[Checkpoint]:
     """The checkpoints ``scope`` writes: saver calls of a dict it builds, and calls of helpers
     that save what they are passed (or a dict they build from it)."""
-    values = _Values(scope)
+    values = _values_of(scope)
     found: list[Checkpoint] = []
     for node in own_nodes(scope):
         if not isinstance(node, ast.Call):
@@ -293,7 +313,7 @@ class HelperSaves:
         arguments = _bind_arguments(helper, call)
         if arguments is None:
             return []
-        inner = _Values(helper)
+        inner = _values_of(helper)
         found: list[Stored] = []
         for node in own_nodes(helper):
             if not isinstance(node, ast.Call):
@@ -416,7 +436,7 @@ def aliases_in(scope: Function | ast.Module) -> dict[str, str]:
     """Local names that may hold one ``self`` attribute: every ``self`` attribute the name is
     assigned is the same one (``optimizer = self.optimizer``, possibly beside other values in
     other branches, such as an optimizer built for a subset of the variables)."""
-    values = _Values(scope).values
+    values = _values_of(scope).values
     found: dict[str, str] = {}
     for name, assigned in values.items():
         attributes = {text for value in assigned if isinstance(value, ast.Attribute)

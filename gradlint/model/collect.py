@@ -14,6 +14,7 @@ import libcst as cst
 
 from gradlint.model.calls import classify
 from gradlint.model.events import Event, Role, RoleRecord
+from gradlint.model.preorder import Preorder, preorder
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 
@@ -79,7 +80,10 @@ def summary(unit: UnitModel) -> Summary:
     """The unit's summary (walked on first use; its assignments are recorded then)."""
     if unit.summary is None:
         walker = _Walker(unit)
-        unit.root.visit(walker)
+        root = unit.root
+        order = preorder(root)
+        for index, node in order.pruned(lambda node: isinstance(node, _SCOPES_SKIPPED) and node is not root):
+            walker.read(order, index, node)
         unit.summary = Summary(walker.items, frozenset(walker.counters))
     return cast(Summary, unit.summary)
 
@@ -145,45 +149,49 @@ class Collector:
         return True
 
 
-class _Walker(cst.CSTVisitor):
-    """One walk of one unit's own tree (nested functions and classes are other units)."""
+class _Walker:
+    """One walk of one unit's own tree (nested functions and classes are other units), read
+    node by node in visiting order."""
 
     def __init__(self, unit: UnitModel) -> None:
         self.unit = unit
         self.items: list[SummaryItem] = []
         self.counters: set[str] = set()
-        self._stack: list[cst.CSTNode] = []
         self._statement: cst.CSTNode | None = None
+        self._ancestors: tuple[cst.CSTNode, ...] | None = None
+        self._order: Preorder | None = None
+        self._index = 0
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, _SCOPES_SKIPPED) and node is not self.unit.root:
-            return False
+    def read(self, order: Preorder, index: int, node: cst.CSTNode) -> None:
+        """Read ``node``, ``order.nodes[index]``."""
+        self._order, self._index, self._ancestors = order, index, None
         if isinstance(node, (cst.SimpleStatementLine, cst.BaseCompoundStatement)):
             self._statement = node
         if isinstance(node, LOOPS):
-            self.items.append(SummaryItem(Item.LOOP, node, tuple(self._stack)))
+            self.items.append(SummaryItem(Item.LOOP, node, self._stack()))
         elif isinstance(node, cst.If):
-            self.items.append(SummaryItem(Item.IF, node, tuple(self._stack)))
+            self.items.append(SummaryItem(Item.IF, node, self._stack()))
         elif isinstance(node, cst.With):
-            self.items.append(SummaryItem(Item.WITH, node, tuple(self._stack)))
+            self.items.append(SummaryItem(Item.WITH, node, self._stack()))
         elif isinstance(node, cst.Call):
             self._call(node)
         elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)):
             self._assignment(node)
-        self._stack.append(node)
-        return True
 
-    def on_leave(self, original_node: cst.CSTNode) -> None:
-        if self._stack and self._stack[-1] is original_node:
-            self._stack.pop()
+    def _stack(self) -> tuple[cst.CSTNode, ...]:
+        """The ancestors of the node being read, outermost first (worked out once per node)."""
+        if self._ancestors is None:
+            assert self._order is not None
+            self._ancestors = self._order.ancestors(self._index)
+        return self._ancestors
 
     def _add(self, record: RoleRecord, node: cst.CSTNode) -> None:
         statement = node if isinstance(node, cst.BaseCompoundStatement) else self._statement or node
-        self.items.append(SummaryItem(Item.EVENT, node, tuple(self._stack), record, statement))
+        self.items.append(SummaryItem(Item.EVENT, node, self._stack(), record, statement))
 
     def _call(self, call: cst.Call) -> None:
         found = classify(call, self.unit.facts)
-        ancestors = tuple(self._stack)
+        ancestors = self._stack()
         if found:
             for record in found:
                 self._add(record, call)
@@ -235,7 +243,7 @@ class _Walker(cst.CSTVisitor):
 
     def _zeroing_loop(self, target: cst.Attribute) -> cst.For | None:
         """The ``for p in params:`` loop around ``p.grad = None``: the zeroing statement."""
-        loop = next((a for a in reversed(self._stack) if isinstance(a, LOOPS)), None)
+        loop = next((a for a in reversed(self._stack()) if isinstance(a, LOOPS)), None)
         if isinstance(loop, cst.For) and dotted(loop.target) == dotted(target.value):
             return loop
         return None

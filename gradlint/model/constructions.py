@@ -9,6 +9,7 @@ from dataclasses import dataclass
 
 import libcst as cst
 
+from gradlint.model.preorder import preorder
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 
@@ -57,22 +58,18 @@ def assignments_in(unit: UnitModel) -> dict[str, list[cst.BaseExpression]]:
     found: dict[str, list[cst.BaseExpression]] = {}
     unit.all_assignments = found
 
-    class _Assigns(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
+    for node in preorder(unit.root).nodes:
+        if isinstance(node, cst.Assign):
             for target in node.targets:
                 name = dotted(target.target)
                 if name is not None:
                     found.setdefault(name, []).append(node.value)
-
-        def visit_AnnAssign(self, node: cst.AnnAssign) -> None:
+        elif isinstance(node, cst.AnnAssign):
             name = dotted(node.target)
             if name is not None and node.value is not None:
                 found.setdefault(name, []).append(node.value)
-
-        def visit_AugAssign(self, node: cst.AugAssign) -> None:
+        elif isinstance(node, cst.AugAssign):
             name = dotted(node.target)
             if name is not None:
                 found.setdefault(name, []).append(node.value)  # a second value: the name is not single
-
-    unit.root.visit(_Assigns())
     return found

@@ -19,6 +19,7 @@ from weakref import WeakKeyDictionary
 import libcst as cst
 
 from gradlint.model.node_memo import per_node
+from gradlint.model.preorder import preorder
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 from gradlint.names import Kind
@@ -437,7 +438,9 @@ def bindings(unit: UnitModel) -> dict[str, list[tuple[int, cst.CSTNode]]]:
     and in-place ``loss.div_(N)`` / ``loss.mul_(1 / N)`` (the call stands for the new value)."""
     if unit not in _BINDINGS:
         finder = _Bindings(unit)
-        unit.root.visit(finder)
+        root = unit.root
+        for _, node in preorder(root).pruned(lambda node: isinstance(node, _NEW_SCOPES) and node is not root):
+            finder.read(node)
         _BINDINGS[unit] = finder.found
     return _BINDINGS[unit]
 
@@ -452,14 +455,17 @@ def keyed(expr: cst.Subscript) -> str | None:
     return f'{name}["{value}"]' if isinstance(value, str) else None
 
 
-class _Bindings(cst.CSTVisitor):
+_NEW_SCOPES = (cst.FunctionDef, cst.ClassDef, cst.Lambda)
+"""Nested scopes: what they bind is not the unit's."""
+
+
+class _Bindings:
     def __init__(self, unit: UnitModel) -> None:
         self.unit = unit
         self.found: dict[str, list[tuple[int, cst.CSTNode]]] = {}
 
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.unit.root:
-            return False
+    def read(self, node: cst.CSTNode) -> None:
+        """Record what ``node`` (of the unit's own code, in visiting order) binds."""
         if isinstance(node, cst.Assign):
             for target in node.targets:
                 self._bind(target.target, node.value, self.unit.span(node).line)
@@ -467,7 +473,6 @@ class _Bindings(cst.CSTVisitor):
             self._item(node.target, node, self.unit.span(node).line)
         elif isinstance(node, cst.Expr) and isinstance(node.value, cst.Call):
             self._in_place(node.value, self.unit.span(node).line)
-        return True
 
     def _in_place(self, call: cst.Call, line: int) -> None:
         """``loss.div_(N)`` / ``loss.mul_(1 / N)`` rebinds ``loss`` to the call's value."""
@@ -509,36 +514,27 @@ def scales_gradients(node: cst.CSTNode) -> bool:
     """Whether ``node`` scales the accumulated gradients instead of the loss: ``p.grad /= N``,
     ``p.grad *= 1 / N``, ``p.grad = p.grad / N``, ``p.grad.div_(n)`` (``.data`` too), or a call
     named for it (``scale_grads(model, 1 / num_tokens)``)."""
-    finder = _GradScaling()
-    node.visit(finder)
-    return finder.found
+    return any(_scales_grads(inner) for inner in preorder(node).nodes)
 
 
-class _GradScaling(cst.CSTVisitor):
-    def __init__(self) -> None:
-        self.found = False
-
-    def visit_AugAssign(self, node: cst.AugAssign) -> None:
-        if isinstance(node.operator, (cst.DivideAssign, cst.MultiplyAssign)) and _is_grad(node.target):
-            self.found = True
-
-    def visit_Assign(self, node: cst.Assign) -> None:
+def _scales_grads(node: cst.CSTNode) -> bool:
+    if isinstance(node, cst.AugAssign):
+        return isinstance(node.operator, (cst.DivideAssign, cst.MultiplyAssign)) and _is_grad(node.target)
+    if isinstance(node, cst.Assign):
         value = node.value
-        if isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Divide, cst.Multiply)):
-            if any(_is_grad(t.target) for t in node.targets) and (_is_grad(value.left) or _is_grad(value.right)):
-                self.found = True
-
-    def visit_Call(self, node: cst.Call) -> None:
+        return (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Divide, cst.Multiply))
+                and any(_is_grad(t.target) for t in node.targets) and (_is_grad(value.left) or _is_grad(value.right)))
+    if isinstance(node, cst.Call):
         func = node.func
         if isinstance(func, cst.Attribute):
             if func.attr.value in (_DIVIDING_CALLS | _MULTIPLYING_CALLS) and _is_grad(func.value):
-                self.found = True
+                return True
             name = func.attr.value
         else:
             name = dotted(func) or ""
         low = name.lower()
-        if "scale_grad" in low and "unscale" not in low:
-            self.found = True
+        return "scale_grad" in low and "unscale" not in low
+    return False
 
 
 def _is_grad(node: cst.BaseExpression) -> bool:

@@ -17,6 +17,7 @@ from gradlint.names import dotted_name
 from gradlint.project.context import ProjectContext
 from gradlint.project.symbols import Definition
 from gradlint.source import python_lines
+from gradlint.walks import walk
 
 Function = ast.FunctionDef | ast.AsyncFunctionDef
 _DEPTH = 3
@@ -71,7 +72,7 @@ def _chosen(tree: ast.Module) -> list[tuple[ast.expr, int]]:
     """(the function chosen, the line) of each ``compute_loss_func=f`` argument and
     ``self.compute_loss_func = f`` assignment, ``partial(f, ...)`` read as ``f``."""
     found: list[tuple[ast.expr, int]] = []
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if isinstance(node, ast.Call):
             found += [(_unwrapped(k.value), node.lineno) for k in node.keywords if k.arg == "compute_loss_func"]
         elif isinstance(node, ast.Assign) and any(isinstance(t, ast.Attribute) and t.attr == "compute_loss_func"
@@ -91,7 +92,7 @@ def _functions(tree: ast.Module) -> dict[str, Function]:
 
 
 def _callees(func: Function) -> set[str]:
-    return {n.func.id for n in ast.walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
+    return {n.func.id for n in walk(func) if isinstance(n, ast.Call) and isinstance(n.func, ast.Name)}
 
 
 def _in_project(name: str, project: ProjectContext | None,

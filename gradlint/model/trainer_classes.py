@@ -19,6 +19,7 @@ from typing import Protocol
 from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader
 from gradlint.project.symbols import ClassInfo, Definition
+from gradlint.walks import walk
 
 
 class ProjectContext(Protocol):
@@ -94,7 +95,7 @@ def ignored_counts(tree: ast.Module, project: ProjectContext | None = None) -> l
             elif _uncounted_loss_func(item):
                 found.append(IgnoredCount(item, LOSS_FUNC_CALL, cls.name))
     functions = {n.name: n for n in tree.body if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
-    for node in ast.walk(tree):
+    for node in walk(tree):
         if not isinstance(node, ast.Call):
             continue
         for keyword in node.keywords:
@@ -224,7 +225,7 @@ def _run_time_trainer(cls: ast.ClassDef, tree: ast.Module) -> bool:
 
 def _opts_out(cls: ast.ClassDef) -> bool:
     """The class sets one of :data:`_OPT_OUTS` (to anything), as a class attribute or on ``self``."""
-    for node in ast.walk(cls):
+    for node in walk(cls):
         targets = node.targets if isinstance(node, ast.Assign) else [node.target] if isinstance(
             node, (ast.AnnAssign, ast.AugAssign)) else []
         for target in targets:
@@ -246,7 +247,7 @@ def _reads_labels(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     ``num_items_in_batch`` from the batch's labels: without them it passes None and divides
     by N itself, so a hook whose batches carry none (an embedder's) is not shown to be wrong."""
     return any((isinstance(n, ast.Name) and n.id == "labels") or (isinstance(n, ast.Constant) and n.value == "labels")
-               or (isinstance(n, ast.arg) and n.arg == "labels") for n in ast.walk(func))
+               or (isinstance(n, ast.arg) and n.arg == "labels") for n in walk(func))
 
 
 def _uncounted_loss_func(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
@@ -255,7 +256,7 @@ def _uncounted_loss_func(func: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
     set the Trainer never divides by N itself, so that call's per-micro-batch mean is N times
     too large, whatever the hook does on its other paths."""
     kwargs = func.args.kwarg.arg if func.args.kwarg is not None else None
-    for node in ast.walk(func):
+    for node in walk(func):
         if not (isinstance(node, ast.Call) and _dotted(node.func) == "self.compute_loss_func"):
             continue
         passed = [*node.args, *(k.value for k in node.keywords)]
@@ -276,7 +277,7 @@ def _ignores_count(func: ast.FunctionDef | ast.AsyncFunctionDef, *, method: bool
         return False  # the Trainer's call would fail: not this rule's silent error
     if method and not named:
         return False
-    read = {n.id for n in ast.walk(func) if isinstance(n, ast.Name)}
+    read = {n.id for n in walk(func) if isinstance(n, ast.Name)}
     if COUNT in read or (kwargs is not None and kwargs in read):
         return False
-    return not any(isinstance(n, ast.Constant) and n.value == COUNT for n in ast.walk(func))
+    return not any(isinstance(n, ast.Constant) and n.value == COUNT for n in walk(func))

@@ -15,6 +15,7 @@ import libcst as cst
 
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.model.node_memo import per_node
+from gradlint.model.preorder import preorder
 from gradlint.model.syntax import dotted, first_arg, is_lr_target, names_in
 from gradlint.names import Kind, counts_updates
 
@@ -31,25 +32,6 @@ class ScalerConstruction:
     statement: cst.SimpleStatementLine | None  # its own line (``scaler = GradScaler()``), if alone on it
     repeat: cst.CSTNode  # the outermost loop (or per-batch function) that repeats it
     reads_loop_names: bool  # its arguments read a name the repeating loop binds
-
-
-@per_node
-def _ancestry(root: cst.CSTNode) -> list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]]:
-    """Every node under ``root`` with its ancestors (outermost first); read-only, kept per node."""
-    found: list[tuple[cst.CSTNode, tuple[cst.CSTNode, ...]]] = []
-    stack: list[cst.CSTNode] = []
-
-    class _Walk(cst.CSTVisitor):
-        def on_visit(self, node: cst.CSTNode) -> bool:
-            found.append((node, tuple(stack)))
-            stack.append(node)
-            return True
-
-        def on_leave(self, original_node: cst.CSTNode) -> None:
-            stack.pop()
-
-    root.visit(_Walk())
-    return found
 
 
 def _callee(call: cst.Call) -> str:
@@ -75,9 +57,11 @@ def scaler_constructions(loop: TrainingLoop) -> list[ScalerConstruction]:
     per_batch_function = not isinstance(loop.root, _REPEATS)
     per_epoch_function = "epoch" in loop.unit.unit.name.lower()
     found: list[ScalerConstruction] = []
-    for node, ancestors in _ancestry(loop.unit.root):
+    order = preorder(loop.unit.root)
+    for index, node in enumerate(order.nodes):
         if not isinstance(node, cst.Call) or _callee(node).rsplit(".", 1)[-1] not in _SCALER_CLASSES:
             continue
+        ancestors = order.ancestors(index)
         inner = ancestors[1:] if ancestors and ancestors[0] is loop.unit.root else ancestors
         if any(isinstance(a, _SCOPES) and a is not loop.root for a in inner) or _disabled(node):
             continue
@@ -142,7 +126,7 @@ def _bound_in(loop: TrainingLoop, repeat: cst.CSTNode) -> set[str]:
     span = loop.unit.span(repeat)
     names = {name for name, places in loop.unit.assignments.items()
              if any(span.line <= line <= span.end_line for line, _ in places)}
-    for node, _ in _ancestry(repeat):
+    for node in preorder(repeat).nodes:
         if isinstance(node, cst.For):
             names |= names_in(node.target)
         elif isinstance(node, cst.FunctionDef) and node is repeat:
@@ -230,21 +214,16 @@ def _clock_names(root: cst.CSTNode) -> frozenset[str]:
     by the test of a ``while``, or by the test of an ``if`` whose body ends the loop or the
     function (``if step >= max_steps: break``)."""
     found: set[str] = set()
-
-    class _Clocks(cst.CSTVisitor):
-        def visit_Assign(self, node: cst.Assign) -> None:
+    for node in preorder(root).nodes:
+        if isinstance(node, cst.Assign):
             if any(is_lr_target(t.target) for t in node.targets):
                 found.update(names_in(node.value))
-
-        def visit_While(self, node: cst.While) -> None:
+        elif isinstance(node, cst.While):
             found.update(names_in(node.test))
-
-        def visit_If(self, node: cst.If) -> None:
+        elif isinstance(node, cst.If):
             body = node.body.body if isinstance(node.body, cst.IndentedBlock) else ()
             if any(isinstance(line, cst.SimpleStatementLine) and any(isinstance(s, (cst.Break, cst.Return))
                                                                      for s in line.body) for line in body):
                 found.update(names_in(node.test))
-
-    root.visit(_Clocks())
     return frozenset(found)
 

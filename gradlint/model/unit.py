@@ -15,9 +15,10 @@ from functools import lru_cache
 from pathlib import Path
 
 import libcst as cst
-from libcst.metadata import CodeRange, MetadataWrapper, PositionProvider
+from libcst.metadata import CodeRange
 
 from gradlint.diagnostics import Span
+from gradlint.model.positions import positions as positions_of
 from gradlint.model.syntax import dotted
 from gradlint.project.context import ForeignModule, ProjectContext, is_unit_of, training_unit
 from gradlint.screen import ModuleFacts, Unit
@@ -138,7 +139,7 @@ def _parse_segment(text: str, nested: bool) -> tuple[cst.Module, cst.CSTNode, Ma
     if _too_many_boolean_operators(text):
         raise RecursionError(f"more than {_MAX_BOOLEAN_OPERATORS} boolean operators: too deep for libcst")
     module = cst.parse_module(text)
-    positions = MetadataWrapper(module, unsafe_skip_copy=True).resolve(PositionProvider)
+    positions = positions_of(module)
     first = module.body[0]
     root = first.body.body[0] if nested and isinstance(first, cst.If) else first
     return module, root, positions

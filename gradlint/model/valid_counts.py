@@ -16,6 +16,7 @@ import unicodedata
 from dataclasses import dataclass
 
 from gradlint.project.symbols import statements
+from gradlint.walks import walk
 
 COUNT_NAME = "num_items_in_batch"
 _MASK_WORDS = ("mask",)
@@ -66,7 +67,7 @@ def _training(func: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str] | N
         return True
     if lines is not None and not _may_say_backward(func, lines):
         return False
-    return any(isinstance(n, ast.Attribute) and n.attr in ("backward", "manual_backward") for n in ast.walk(func))
+    return any(isinstance(n, ast.Attribute) and n.attr in ("backward", "manual_backward") for n in walk(func))
 
 
 def _may_say_backward(func: ast.FunctionDef | ast.AsyncFunctionDef, lines: list[str]) -> bool:
@@ -84,11 +85,11 @@ def _in_function(func: ast.FunctionDef | ast.AsyncFunctionDef) -> list[Unguarded
     if COUNT_NAME in params and all(_mask_sum(v, masks) for v in _single_values(func).get(COUNT_NAME, [])):
         counts[COUNT_NAME] = False  # the HF Trainer's count (or this micro-batch's when it passes None)
     guarded = _guarded_names(func)
-    no_grad = {id(n) for w in ast.walk(func) if isinstance(w, (ast.With, ast.AsyncWith)) and _no_grad(w)
+    no_grad = {id(n) for w in walk(func) if isinstance(w, (ast.With, ast.AsyncWith)) and _no_grad(w)
                for n in ast.walk(w)}
-    conditional = {id(n) for e in ast.walk(func) if isinstance(e, ast.IfExp) for n in ast.walk(e)}
+    conditional = {id(n) for e in walk(func) if isinstance(e, ast.IfExp) for n in ast.walk(e)}
     found: list[UnguardedDivision] = []
-    for node in ast.walk(func):
+    for node in walk(func):
         if id(node) in no_grad or id(node) in conditional:
             continue
         if isinstance(node, ast.BinOp) and isinstance(node.op, ast.Div):
@@ -140,7 +141,7 @@ def _mask_sum(node: ast.expr, masks: set[str]) -> bool:
 def _single_values(func: ast.AST) -> dict[str, list[ast.expr]]:
     """The values assigned to each plain name in ``func``."""
     values: dict[str, list[ast.expr]] = {}
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Assign) and len(node.targets) == 1 and isinstance(node.targets[0], ast.Name):
             values.setdefault(node.targets[0].id, []).append(node.value)
         elif isinstance(node, (ast.AugAssign, ast.AnnAssign)) and isinstance(node.target, ast.Name):
@@ -164,7 +165,7 @@ def _guarded_names(func: ast.AST) -> set[str]:
     None`` test, alone or and-ed with others: a missing count is not a zero one), a ``max(...)``, ``clamp``, ``where`` or
     ``clip`` call, or a reassignment (``n = max(n, 1)``)."""
     guarded: set[str] = set()
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, (ast.If, ast.While, ast.Assert, ast.IfExp)):
             for part in _conjuncts(node.test):
                 if not _none_test(part):
@@ -196,7 +197,7 @@ def _no_grad(node: ast.With | ast.AsyncWith) -> bool:
 
 def _target_of(func: ast.AST, division: ast.BinOp) -> str | None:
     """The name the division is assigned to (``loss = ... / n``), or ``return`` (a hook's result)."""
-    for node in ast.walk(func):
+    for node in walk(func):
         if isinstance(node, ast.Assign) and any(n is division for n in ast.walk(node.value)):
             return " ".join(ast.unparse(t) for t in node.targets)
         if isinstance(node, ast.Return) and node.value is not None and any(n is division for n in ast.walk(node.value)):

@@ -20,6 +20,7 @@ from pathlib import Path
 from gradlint.names import Kind, constructor_kind, dotted_name, kind_by_name
 from gradlint.project.index import ProjectIndex
 from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols, statements
+from gradlint.walks import walk
 
 _MAX_DEPTH = 8
 """How many project calls deep a returned object's kind is traced."""
@@ -159,7 +160,7 @@ class KindReader:
             return None
         own = self.attributes(cls)
         stepped = {own.kinds.get(func.value.attr, None if func.value.attr in own.clashes else kind_by_name(func.value.attr))
-                   for func in (call.func for call in ast.walk(node) if isinstance(call, ast.Call))
+                   for func in (call.func for call in walk(node) if isinstance(call, ast.Call))
                    if isinstance(func, ast.Attribute) and func.attr == "step" and isinstance(func.value, ast.Attribute)
                    and _is_self_attribute(func.value)}
         return Kind.OPTIMIZER if Kind.OPTIMIZER in stepped else None
@@ -175,7 +176,7 @@ class KindReader:
         local = ObjectKinds()
         reader = _Assignments(self, function, local, self._owner(function), depth)
         reader.run(node)
-        kinds = {reader.kind_of(ret.value) for ret in ast.walk(node) if isinstance(ret, ast.Return) and ret.value}
+        kinds = {reader.kind_of(ret.value) for ret in walk(node) if isinstance(ret, ast.Return) and ret.value}
         result = kinds.pop() if len(kinds) == 1 else None
         self._returns[function] = result
         return result
@@ -405,7 +406,7 @@ def _steps_like_an_optimizer(step: ast.FunctionDef | ast.AsyncFunctionDef) -> bo
     named = [*arguments.posonlyargs, *arguments.args]
     if len(named) > 2 or (len(named) == 2 and len(arguments.defaults) < 1):
         return False
-    return not any(isinstance(n, ast.Attribute) and n.attr in ("backward", "manual_backward") for n in ast.walk(step))
+    return not any(isinstance(n, ast.Attribute) and n.attr in ("backward", "manual_backward") for n in walk(step))
 
 
 def _unpacked_sources(iterable: ast.Call, count: int) -> list[ast.expr | None]:

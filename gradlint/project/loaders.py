@@ -22,6 +22,7 @@ from dataclasses import dataclass, field
 from gradlint.names import dotted_name
 from gradlint.project.kinds import KindReader
 from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols
+from gradlint.walks import walk
 
 _MAX_DEPTH = 10
 """How many assignments, returns and calls deep a value is followed."""
@@ -86,7 +87,7 @@ class LoaderTracer:
         """Whether a call of ``node`` reaches (``depth`` calls deep) a project function, method
         or class of another module whose source calls ``set_epoch``: it may set the sampler's epoch."""
         scope = _Scope(definition, cls, node)
-        for call in ast.walk(node):
+        for call in walk(node):
             target = self._callee(call.func, scope) if isinstance(call, ast.Call) else None
             if target is None:
                 continue
@@ -220,7 +221,7 @@ class LoaderTracer:
     def _assignments(self, scope: _Scope) -> dict[str, list[ast.expr]]:
         if scope.definition not in self._assigned:
             table: dict[str, list[ast.expr]] = {}
-            for node in ast.walk(scope.node):
+            for node in walk(scope.node):
                 if isinstance(node, ast.Assign):
                     for target in node.targets:
                         _record(table, target, node.value)
@@ -298,10 +299,10 @@ def _iterated_names(node: ast.FunctionDef | ast.AsyncFunctionDef, assigned: dict
     """Names a ``for`` nested in another ``for`` iterates, through ``enumerate``/``tqdm`` and a
     progress bar assigned once."""
     found = set()
-    for outer in ast.walk(node):
+    for outer in walk(node):
         if not isinstance(outer, (ast.For, ast.AsyncFor)):
             continue
-        for inner in ast.walk(outer):
+        for inner in walk(outer):
             if inner is outer or not isinstance(inner, (ast.For, ast.AsyncFor)):
                 continue
             source = inner.iter
@@ -349,7 +350,7 @@ def _other_targets(node: ast.AST) -> list[str]:
 def _stored_items(node: ast.AST) -> set[str]:
     """Names whose items a function stores into (``self.loaders["train"] = ...``)."""
     found = set()
-    for child in ast.walk(node):
+    for child in walk(node):
         targets = child.targets if isinstance(child, ast.Assign) else []
         for target in targets:
             if isinstance(target, ast.Subscript) and (name := dotted_name(target.value)) is not None:
@@ -396,7 +397,7 @@ def _hands_on_sampler(init: ast.FunctionDef | ast.AsyncFunctionDef | None) -> bo
     """An ``__init__`` that passes its ``sampler`` (or ``**kwargs``) on to ``super().__init__``."""
     if init is None:
         return False
-    for call in ast.walk(init):
+    for call in walk(init):
         if isinstance(call, ast.Call) and isinstance(call.func, ast.Attribute) and call.func.attr == "__init__":
             if any(k.arg is None or (k.arg == "sampler" and dotted_name(k.value) == "sampler") for k in call.keywords):
                 return True

@@ -15,6 +15,7 @@ from gradlint.names import dotted_name
 from gradlint.project.kinds import KindReader
 from gradlint.project.symbols import ClassInfo, Definition
 from gradlint.schedule_lengths import length_specs
+from gradlint.walks import walk
 
 Spec = tuple[tuple[str, int | None], ...]
 
@@ -24,7 +25,7 @@ def schedule_factories(kinds: KindReader, definition: Definition, cls: ClassInfo
     """The calls ``node`` assigns (callee as written) to project functions that pass one of
     their parameters on as a known schedule's length, with where that parameter is taken."""
     found: dict[str, Spec] = {}
-    for statement in ast.walk(node):
+    for statement in walk(node):
         call = statement.value if isinstance(statement, (ast.Assign, ast.AnnAssign)) else None
         callee = dotted_name(call.func) if isinstance(call, ast.Call) else None
         if callee is None or callee in found or length_specs(callee):
@@ -52,7 +53,7 @@ def _passed_on(node: ast.FunctionDef | ast.AsyncFunctionDef, bound_method: bool)
     params = [a.arg for a in (*node.args.posonlyargs, *node.args.args)]
     if bound_method and params and params[0] in ("self", "cls"):
         params = params[1:]
-    returns = [n.value for n in ast.walk(node) if isinstance(n, ast.Return)]
+    returns = [n.value for n in walk(node) if isinstance(n, ast.Return)]
     specs = set()
     for value in returns:
         if not isinstance(value, ast.Call) or any(isinstance(a, ast.Starred) for a in value.args):
@@ -70,4 +71,4 @@ def _passed_on(node: ast.FunctionDef | ast.AsyncFunctionDef, bound_method: bool)
 
 def _rebound(node: ast.FunctionDef | ast.AsyncFunctionDef, name: str) -> bool:
     """Whether the function assigns its parameter ``name`` anew before passing it on."""
-    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in ast.walk(node))
+    return any(isinstance(n, ast.Name) and n.id == name and isinstance(n.ctx, ast.Store) for n in walk(node))
