@@ -35,6 +35,7 @@ import importlib.util
 import json
 import os
 import shutil
+import stat
 import sys
 import tempfile
 import time
@@ -191,6 +192,7 @@ class Cache:
         self._files: dict[str, list[Any]] | None = None
         self._files_changed = False
         self._digests: dict[str, str | None] = {}  # module path -> digest now, for the entries' uses
+        self._absences = _Absences()  # the same run's look-ups of those modules
 
     def key(self, digest: str, settings: Settings, notebook: bool, project: str = "") -> str:
         """The entry key of a file with bytes of ``digest`` (:func:`content_digest`) under its
@@ -213,26 +215,29 @@ class Cache:
                 self._files = {}
         return self._files
 
-    def recall(self, path: Path, status: os.stat_result) -> dict[str, Any] | None:
-        """What the file index remembers of the file at ``path``, if its status is unchanged."""
-        found = self._index().get(os.path.abspath(path))
+    def recall(self, absolute: str, status: os.stat_result) -> dict[str, Any] | None:
+        """What the file index remembers of the file at the ``absolute`` path (as
+        ``os.path.abspath`` gives it), if its status is unchanged."""
+        found = self._index().get(absolute)
         if isinstance(found, list) and len(found) == 2 and found[0] == _status(status) and isinstance(found[1], dict):
             return found[1]
         return None
 
-    def remember(self, path: Path, before: os.stat_result, after: os.stat_result, facts: dict[str, Any]) -> None:
-        """Note ``facts`` (JSON values) about the bytes of ``path``, read between the statuses
-        ``before`` and ``after``; a file that changed meanwhile or is not settled is not noted."""
+    def remember(self, absolute: str, before: os.stat_result, after: os.stat_result, facts: dict[str, Any]) -> None:
+        """Note ``facts`` (JSON values) about the bytes of the file at the ``absolute`` path, read
+        between the statuses ``before`` and ``after``; a file that changed meanwhile or is not
+        settled is not noted."""
         settled = self._started - SETTLED_NS
         status = _status(before)
         if status == _status(after) and before.st_mtime_ns < settled and before.st_ctime_ns < settled:
-            self._index()[os.path.abspath(path)] = [status, facts]
+            self._index()[absolute] = [status, facts]
             self._files_changed = True
 
     def save_index(self) -> None:
         """Write the file index if it changed (atomically; errors are ignored); the end of a
         run's triage, so the next run reads the modules its entries used again."""
         self._digests.clear()
+        self._absences = _Absences()
         if self._files_changed:
             self._files_changed = False
             self._write(self._entries / "files.json", json.dumps(self._files, separators=(",", ":")))
@@ -264,7 +269,7 @@ class Cache:
         digests = self._digests
         for path, digest in uses.items():
             if path not in digests:
-                digests[path] = None if _absent(path) else module_digest(Path(path))
+                digests[path] = None if self._absences.absent(path) else module_digest(Path(path))
             if digests[path] != digest:
                 return False
         return True
@@ -314,14 +319,41 @@ class Cache:
                     shutil.rmtree(old, ignore_errors=True)
 
 
-def _absent(path: str) -> bool:
-    """Whether nothing is at ``path`` (one ``stat``: most modules an entry records are files
-    its imports looked for and did not find; an absent file has no digest)."""
-    try:
-        os.stat(path)
-    except OSError:
-        return True
-    return False
+class _Absences:
+    """Whether nothing is at a path, for the modules cached entries used: most are files
+    their imports looked for and did not find, many in folders that do not exist either.
+    A path under a folder found missing (or no folder) is absent with no look-up of its own;
+    otherwise it takes one ``stat``, and each folder above it one, once."""
+
+    def __init__(self) -> None:
+        self._folders: dict[str, bool] = {}
+
+    def absent(self, path: str) -> bool:
+        """Whether nothing is at ``path`` (an absent file has no digest)."""
+        # POSIX resolves every folder of an absolute path in turn ("a/b/.." too): one that
+        # cannot be found or is no folder leaves nothing below it.
+        if os.name == "posix" and os.path.isabs(path) and not self._folder(os.path.dirname(path)):
+            return True
+        try:
+            os.stat(path)
+        except OSError:
+            return True
+        return False
+
+    def _folder(self, folder: str) -> bool:
+        """Whether the absolute ``folder`` is a folder (its parents first)."""
+        found = self._folders.get(folder)
+        if found is None:
+            parent = os.path.dirname(folder)
+            if parent != folder and not self._folder(parent):
+                found = False
+            else:
+                try:
+                    found = stat.S_ISDIR(os.stat(folder).st_mode)
+                except OSError:
+                    found = False
+            self._folders[folder] = found
+        return found
 
 
 def clean(directory: Path) -> bool:

@@ -23,9 +23,11 @@ from gradlint.cache import clean as clean_cache
 from gradlint.catalogue import CATALOGUE
 from gradlint.config import (
     TARGET_VERSIONS,
+    Config,
     ConfigResolver,
     Overrides,
     check_overrides,
+    file_settings,
     parse_override,
     parse_per_file_ignore,
     parse_target_version,
@@ -38,13 +40,11 @@ from gradlint.paths import is_folder
 from gradlint.reporters import DEFAULT_FORMAT, FORMATS, Report, ReportOptions, render
 from gradlint.reporters.model import shown_path
 from gradlint.reporters.progress import progress_wanted
-from gradlint.rule_docs import rule_record
 from gradlint.runner import DEFAULT_MAX_FILE_SIZE, Mode, Piped, Progress, RunResult, default_jobs, display_path, run
 from gradlint.settings import Settings, SettingsError
-from gradlint.show_settings import describe_settings
 
-# What only some commands and options need (the fixer, the analysis, rich) is imported where
-# it is used: a ``check`` that the cache answers loads none of it.
+# What only some commands and options need (the fixer, the analysis, rich, the rule documents,
+# --show-settings) is imported where it is used: a ``check`` that the cache answers loads none of it.
 
 
 def _codes(value: str | None) -> tuple[str, ...] | None:
@@ -322,7 +322,8 @@ class _CheckJob:
         if warn:
             for line in skipped:
                 say("warning", line)
-            found = [os.path.normpath(os.path.abspath(f)) for f in files]
+            cwd = os.getcwd()  # os.path.abspath without asking for it once per file
+            found = [os.path.normpath(os.path.join(cwd, f)) for f in files]
             for target in targets:
                 if not is_folder(target):
                     continue
@@ -343,6 +344,8 @@ class _CheckJob:
                 return 0
             if not files:
                 fail("--show-settings: no file to show the settings of")
+            from gradlint.show_settings import describe_settings
+
             click.echo(describe_settings(files[0], resolver, self.overrides), nl=False)
         except SettingsError as exc:
             fail(str(exc))
@@ -353,9 +356,10 @@ class _CheckJob:
         try:
             resolver = self.resolver()
             files = self.discover(resolver)
-            settings = {path: settings_for(path, overrides=self.overrides, resolver=resolver) for path in files}
-            limits = self.max_size if self.max_size is not None else {path: _size_limit(resolver, path)
-                                                                      for path in files}
+            configs = resolver.for_files(files)
+            settings = {path: file_settings(path, cfg, self.overrides) for path, cfg in configs.items()}
+            limits = self.max_size if self.max_size is not None else {path: _configured_limit(cfg)
+                                                                      for path, cfg in configs.items()}
         except SettingsError as exc:
             fail(str(exc))
         with _progress(self.output.options.quiet) as progress:
@@ -464,8 +468,12 @@ def _cache(cache_dir: Path | None) -> Cache:
 
 def _size_limit(resolver: ConfigResolver, path: Path) -> int:
     """The ``max-file-size`` of the configuration governing ``path``, else the default."""
-    configured = resolver.for_path(path).max_file_size
-    return DEFAULT_MAX_FILE_SIZE if configured is None else configured
+    return _configured_limit(resolver.for_path(path))
+
+
+def _configured_limit(cfg: Config) -> int:
+    """The ``max-file-size`` of ``cfg``, else the default."""
+    return DEFAULT_MAX_FILE_SIZE if cfg.max_file_size is None else cfg.max_file_size
 
 
 def _notify_skipped(result: RunResult, timeout: int, *, gave_up: bool = True) -> None:
@@ -592,6 +600,8 @@ def rule(code: str | None, show_all: bool, output_format: str) -> None:
     from rich.console import Console
     from rich.markdown import Markdown
     from rich.table import Table
+
+    from gradlint.rule_docs import rule_record
 
     if show_all == (code is not None):
         fail("give one rule code (gradlint rule GL101) or --all")

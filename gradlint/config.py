@@ -15,24 +15,41 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
-from typing import Any
-
-import pathspec
+from types import ModuleType
+from typing import TYPE_CHECKING, Any
 
 from gradlint.catalogue import CATALOGUE
+from gradlint.listing import Listing
 from gradlint.names import Kind
 from gradlint.paths import is_file, is_folder
 from gradlint.settings import Settings, SettingsError, expand_codes
 from gradlint.source import read_source_file
 
-if sys.version_info >= (3, 11):
-    import tomllib
-else:  # pragma: no cover - exercised on Python 3.10 only
-    import tomli as tomllib
+if TYPE_CHECKING:
+    import pathspec
+
+# TOML and pattern matching are imported where they are used: a run in a tree without
+# configuration files and with the default (plain-name) excludes needs neither.
+
+
+def _toml() -> ModuleType:
+    """The TOML reader (``tomllib``, or ``tomli`` before Python 3.11)."""
+    if sys.version_info >= (3, 11):
+        import tomllib
+    else:  # pragma: no cover - exercised on Python 3.10 only
+        import tomli as tomllib
+    return tomllib
+
+
+def gitignore_spec(lines: Iterable[str]) -> pathspec.PathSpec:
+    """Gitignore-style pattern ``lines`` compiled (``ValueError`` or ``re.error`` for a bad one)."""
+    import pathspec
+
+    return pathspec.GitIgnoreSpec.from_lines(lines)
 
 CONFIG_NAMES = (".gradlint.toml", "gradlint.toml", "pyproject.toml")
 NAME_KINDS = {
@@ -106,7 +123,7 @@ def pattern_error(pattern: str) -> str | None:
     """Why ``pattern`` is no usable gitignore-style pattern (``[z-a]``, a lone ``!``, a
     trailing backslash), or None."""
     try:
-        pathspec.GitIgnoreSpec.from_lines([pattern])
+        gitignore_spec([pattern])
     except (ValueError, re.error) as exc:
         return str(exc)
     return None
@@ -189,9 +206,10 @@ def parse_override(text: str) -> tuple[str, Any]:
     """``--config KEY=VALUE``: the :class:`Config` field and validated value of one TOML
     ``key = value`` line (``select = ["GL1"]``, ``max-file-size = 0``)."""
     where = f"--config {text!r}"
+    toml = _toml()
     try:
-        table = tomllib.loads(text)
-    except tomllib.TOMLDecodeError as exc:
+        table = toml.loads(text)
+    except toml.TOMLDecodeError as exc:
         raise SettingsError(f"{where}: not a TOML key = value ({exc})") from None
     if len(table) != 1:
         raise SettingsError(f"{where}: expected one key = value")
@@ -283,9 +301,10 @@ def rebase_pattern(pattern: str, old: Path, new: Path) -> str | None:
 
 
 def _read_toml(path: Path) -> dict[str, Any]:
+    toml = _toml()
     try:
-        return tomllib.loads(read_source_file(path).decode("utf-8"))
-    except tomllib.TOMLDecodeError as exc:
+        return toml.loads(read_source_file(path).decode("utf-8"))
+    except toml.TOMLDecodeError as exc:
         raise SettingsError(f"{_shown(path)}: invalid TOML: {exc}") from None
     except UnicodeDecodeError:
         raise SettingsError(f"{_shown(path)}: invalid TOML: the file is not UTF-8") from None
@@ -391,12 +410,27 @@ class ConfigResolver:
             found = self._paths[path] = self.for_folder(absolute if is_folder(absolute) else absolute.parent)
         return found
 
-    def for_folder(self, folder: Path) -> Config:
-        """The configuration for files directly inside ``folder``, with the command line's values."""
-        found = self._for_folder(folder)
+    def for_files(self, files: Iterable[Path]) -> dict[Path, Config]:
+        """:meth:`for_path` of each of ``files``, paths known not to be folders (what discovery
+        found), worked out once per folder: the files of one folder share one answer."""
+        by_folder: dict[str, Config] = {}
+        found: dict[Path, Config] = {}
+        for path in files:
+            key = os.path.dirname(os.fspath(path))
+            cfg = by_folder.get(key)
+            if cfg is None:
+                cfg = by_folder[key] = self.for_folder(path.absolute().parent)
+            found[path] = cfg
+        return found
+
+    def for_folder(self, folder: Path, listing: Listing | None = None) -> Config:
+        """The configuration for files directly inside the absolute ``folder``, with the command
+        line's values; ``listing`` (what ``folder`` holds, if known) spares looking for
+        configuration files it does not list."""
+        found = self._for_folder(folder, listing)
         return replace(found, **self.values) if self.values else found
 
-    def _for_folder(self, folder: Path) -> Config:
+    def _for_folder(self, folder: Path, listing: Listing | None = None) -> Config:
         if self.isolated:
             return Config(root=Path.cwd().absolute())
         if self.config is not None:
@@ -404,7 +438,7 @@ class ConfigResolver:
             return load_config(path) or Config(path=path, root=path.parent)
         found = self._folders.get(folder)
         if found is None:
-            found = self._own(folder)
+            found = self._own(folder, listing)
             if found is None:
                 parent = folder.parent
                 found = Config(root=Path.cwd().absolute()) if parent == folder else self._for_folder(parent)
@@ -412,8 +446,10 @@ class ConfigResolver:
         return found
 
     @staticmethod
-    def _own(folder: Path) -> Config | None:
+    def _own(folder: Path, listing: Listing | None) -> Config | None:
         for name in CONFIG_NAMES:
+            if listing is not None and not listing.may_hold(name):
+                continue
             path = folder / name
             if is_file(path):
                 found = load_config(path)
@@ -455,8 +491,9 @@ def _base_settings(cfg: Config, overrides: Overrides) -> Settings:
 
 
 @lru_cache(maxsize=256)
-def _spec(patterns: tuple[str, ...]) -> pathspec.PathSpec:
-    return pathspec.GitIgnoreSpec.from_lines(patterns)
+def compiled_patterns(patterns: tuple[str, ...]) -> pathspec.PathSpec:
+    """Gitignore-style ``patterns`` compiled once (kept for the run and the next ones)."""
+    return gitignore_spec(patterns)
 
 
 def matches(patterns: tuple[str, ...], path: Path, root: Path, is_dir: bool = False) -> bool:
@@ -477,17 +514,17 @@ def matches_relative(patterns: tuple[str, ...], relative: str, is_dir: bool = Fa
     """:func:`matches` for a path already made relative to the patterns' root (posix form)."""
     if not patterns or relative in ("", "."):
         return False
-    names = _plain_names(patterns)
+    names = plain_names(patterns)
     if names is not None:
         return not names.isdisjoint(relative.split("/"))
-    return _spec(patterns).match_file(relative + "/" if is_dir else relative)
+    return compiled_patterns(patterns).match_file(relative + "/" if is_dir else relative)
 
 
 _PLAIN_NAME = re.compile(r"[A-Za-z0-9_][A-Za-z0-9_.-]*|\.[A-Za-z0-9_][A-Za-z0-9_.-]*")
 
 
 @lru_cache(maxsize=256)
-def _plain_names(patterns: tuple[str, ...]) -> frozenset[str] | None:
+def plain_names(patterns: tuple[str, ...]) -> frozenset[str] | None:
     """The patterns as a set of names when every one is a plain name (no slash, wildcard,
     negation, escape or comment; the default ``exclude`` list is): in gitignore's rules such a
     pattern matches a path one of whose parts is that name, file or folder. None otherwise."""
@@ -505,7 +542,11 @@ def settings_for(path: Path, *, config: Path | None = None, isolated: bool = Fal
     :class:`~gradlint.settings.SettingsError` (naming the file and key) for a bad configuration.
     """
     resolver = resolver or ConfigResolver(config=config, isolated=isolated)
-    cfg = resolver.for_path(path)
+    return file_settings(path, resolver.for_path(path), overrides)
+
+
+def file_settings(path: Path, cfg: Config, overrides: Overrides) -> Settings:
+    """:func:`settings_for` the file ``path`` governed by ``cfg`` (see :meth:`ConfigResolver.for_files`)."""
     settings = _base_settings(cfg, overrides)
     ignored: set[str] = set()
     for glob, codes in cfg.per_file_ignores:

@@ -5,15 +5,12 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
-from gradlint.exclusion import PathFilter
+from gradlint.exclusion import FolderRules, PathFilter
+from gradlint.listing import Listing
 from gradlint.paths import SKIPPED_DIRS, is_folder
 
 SOURCE_SUFFIXES = (".py", ".pyi", ".ipynb")
-
-
-def is_skipped_dir(path: Path) -> bool:
-    """Version-control, cache and build folders, and virtualenvs (they hold pyvenv.cfg)."""
-    return path.name in SKIPPED_DIRS or (path / "pyvenv.cfg").is_file()
+VIRTUALENV_MARKER = "pyvenv.cfg"
 
 
 def discover(paths: list[Path], path_filter: PathFilter | None = None,
@@ -26,7 +23,7 @@ def discover(paths: list[Path], path_filter: PathFilter | None = None,
     skipped silently: ``warnings`` (if given) receives one line per named path that is
     excluded or whose walk found only excluded files, and per folder that cannot be read.
     """
-    found: dict[str, Path] = {}
+    found: dict[str, str | Path] = {}
     said = warnings if warnings is not None else []
     for path in paths:
         if path_filter is not None and path_filter.explicitly_excluded(path):
@@ -41,46 +38,60 @@ def discover(paths: list[Path], path_filter: PathFilter | None = None,
                 found.setdefault(os.path.normpath(file), file)
         else:
             found.setdefault(os.path.normpath(path), path)
-    return [found[key] for key in sorted(found)]
+    return [Path(found[key]) for key in sorted(found)]
 
 
-def _walk(root: Path, path_filter: PathFilter | None, warnings: list[str]) -> tuple[list[Path], bool]:
-    """The source files under ``root`` (in no particular order), like ``os.walk`` without
-    following symlinked folders, but with the file types ``os.scandir`` already knows: no
-    ``stat`` per file; and whether the filter excluded a source file or a folder (other
-    than the version-control, cache and build folders always skipped)."""
-    files: list[Path] = []
+def _walk(root: Path, path_filter: PathFilter | None, warnings: list[str]) -> tuple[list[str], bool]:
+    """The source files under ``root`` (in no particular order, spelt from ``root`` as
+    ``root / name / ...`` would be), like ``os.walk`` without following symlinked folders,
+    but with the file types ``os.scandir`` already knows: no ``stat`` per file, and none per
+    folder for a configuration, ignore or ``pyvenv.cfg`` file its listing lacks; and whether
+    the filter excluded a source file or a folder (other than the version-control, cache and
+    build folders always skipped). Paths are strings inside, folders' absolute paths the
+    only ``Path`` objects (one per folder, for the filter)."""
+    files: list[str] = []
     excluded = False
-    folders = [root]
+    top = os.fspath(root)
+    folders: list[tuple[str, Path, FolderRules | None]] = [(top, root.absolute(), None)]
     while folders:
-        base = folders.pop()
+        base, absolute, parent = folders.pop()
         try:
             with os.scandir(base) as scan:
                 entries = list(scan)
-        except OSError as exc:  # skipped, as os.walk does, but said
-            warnings.append(f"cannot read folder {base.as_posix()}: {exc.strerror or exc}: skipped")
+        except OSError as exc:  # skipped, as os.walk does, but said (unless a virtualenv: skipped anyway)
+            if base is top or not _holds_virtualenv_marker(base):
+                warnings.append(f"cannot read folder {Path(base).as_posix()}: {exc.strerror or exc}: skipped")
             continue
+        listing = Listing(entry.name for entry in entries)
+        if base is not top and _holds_virtualenv_marker(base, listing):
+            continue
+        rules = path_filter.rules(absolute, listing, parent) if path_filter is not None else None
         for entry in entries:
+            name = entry.name
             if _is_dir(entry):
-                folder = base / entry.name
                 if entry.is_symlink():
                     continue
-                if path_filter is None:
-                    skipped = is_skipped_dir(folder)
-                elif (folder / "pyvenv.cfg").is_file():
-                    skipped = True
-                else:
-                    skipped = path_filter.excluded(folder, is_dir=True)
-                    excluded = excluded or (skipped and entry.name not in SKIPPED_DIRS)
-                if not skipped:
-                    folders.append(folder)
-            elif entry.name.endswith(SOURCE_SUFFIXES) and _is_file(entry):
-                file = base / entry.name
-                if path_filter is None or not path_filter.excluded(file, is_dir=False):
-                    files.append(file)
+                folder = name if base == "." else os.path.join(base, name)
+                if rules is None:
+                    if name in SKIPPED_DIRS:
+                        continue
+                elif rules.excludes(name, True):
+                    excluded = excluded or (name not in SKIPPED_DIRS and not _holds_virtualenv_marker(folder))
+                    continue
+                folders.append((folder, absolute / name, rules))
+            elif name.endswith(SOURCE_SUFFIXES) and _is_file(entry):
+                if rules is None or not rules.excludes(name, False):
+                    files.append(name if base == "." else os.path.join(base, name))
                 else:
                     excluded = True
     return files, excluded
+
+
+def _holds_virtualenv_marker(folder: str, listing: Listing | None = None) -> bool:
+    """Whether ``folder`` is a virtualenv (it holds a file ``pyvenv.cfg``); never walked, and
+    not counted as excluded. ``listing`` (what it holds, if known) spares the look-up."""
+    return (listing is None or listing.may_hold(VIRTUALENV_MARKER)) and os.path.isfile(
+        os.path.join(folder, VIRTUALENV_MARKER))
 
 
 def _is_dir(entry: os.DirEntry) -> bool:

@@ -2,13 +2,21 @@
 
 from __future__ import annotations
 
-from dataclasses import dataclass
 from functools import lru_cache
 from pathlib import Path
+from typing import TYPE_CHECKING
 
-import pathspec
-
-from gradlint.config import Config, ConfigResolver, Overrides, matches, matches_relative, pattern_error
+from gradlint.config import (
+    Config,
+    ConfigResolver,
+    Overrides,
+    compiled_patterns,
+    gitignore_spec,
+    matches,
+    pattern_error,
+    plain_names,
+)
+from gradlint.listing import Listing
 from gradlint.paths import SKIPPED_DIRS
 from gradlint.source import read_source_file
 
@@ -28,7 +36,7 @@ class PathFilter:
         self.resolver = resolver
         self.overrides = overrides if overrides is not None else Overrides()
         self._ignores = GitIgnores()
-        self._folders: dict[Path, _FolderRules] = {}
+        self._folders: dict[Path, FolderRules] = {}
 
     def _config(self, path: Path) -> Config:
         return self.resolver.for_folder(path.absolute().parent)
@@ -38,30 +46,28 @@ class PathFilter:
         exclude = over.exclude if over.exclude is not None else cfg.exclude
         return (*(DEFAULT_EXCLUDE if exclude is None else exclude), *cfg.extend_exclude, *over.extend_exclude)
 
-    def excluded(self, path: Path, is_dir: bool) -> bool:
-        """For a path found while walking a folder: excluded by patterns or by ``.gitignore``."""
-        rules = self._rules(path.parent)
-        name = path.name
-        if matches_relative(rules.patterns, name if rules.prefix is None else rules.prefix + name, is_dir):
-            return True
-        return rules.respect_gitignore and self._ignores.ignored_in(rules.folder, name, is_dir)
-
-    def _rules(self, folder: Path) -> _FolderRules:
-        """What decides for the entries of ``folder``, worked out once per folder: a walk asks
-        for every file, and path arithmetic would cost more than the matching."""
+    def rules(self, folder: Path, listing: Listing | None = None, parent: FolderRules | None = None) -> FolderRules:
+        """What decides for the entries of the absolute ``folder`` met in a walk, worked out once
+        per folder (a walk asks for every entry). ``listing`` (what the folder holds) spares
+        looking for configuration and ignore files it does not list; ``parent`` (the rules of
+        the folder holding it) spares the path arithmetic when both share a configuration."""
         found = self._folders.get(folder)
         if found is None:
-            absolute = folder.absolute()
-            cfg = self.resolver.for_folder(absolute)
-            try:
-                relative = absolute.relative_to(cfg.root.absolute()).as_posix()
-                prefix: str | None = "" if relative == "." else relative + "/"
-            except ValueError:
-                prefix = None  # outside the configuration's folder: matched by name alone
+            cfg = self.resolver.for_folder(folder, listing)
+            prefix: str | None
+            if parent is not None and parent.config is cfg and parent.prefix is not None:
+                prefix = parent.prefix + folder.name + "/"
+            else:
+                try:
+                    relative = folder.relative_to(cfg.root.absolute()).as_posix()
+                    prefix = "" if relative == "." else relative + "/"
+                except ValueError:
+                    prefix = None  # outside the configuration's folder: matched by name alone
             respect = self.overrides.respect_gitignore
             if respect is None:
                 respect = cfg.respect_gitignore
-            found = self._folders[folder] = _FolderRules(absolute, self._patterns(cfg), prefix, respect)
+            ignores = self._ignores.prefixes(folder, listing) if respect else None
+            found = self._folders[folder] = FolderRules(cfg, self._patterns(cfg), prefix, ignores)
         return found
 
     def explicitly_excluded(self, path: Path) -> bool:
@@ -74,20 +80,55 @@ class PathFilter:
         return matches(self._patterns(cfg), path, cfg.root, path.is_dir())
 
 
-@dataclass(frozen=True)
-class _FolderRules:
-    """The exclusion rules for the entries of one folder."""
+if TYPE_CHECKING:
+    import pathspec
 
-    folder: Path  # absolute
-    patterns: tuple[str, ...]
-    prefix: str | None  # the folder relative to the configuration's root, "/"-terminated
-    respect_gitignore: bool
+    _Prefixed = tuple[tuple[pathspec.PathSpec, str], ...]
+    """Ignore files that apply to a folder's entries, deepest first, each with the folder's
+    path relative to the ignore file's own folder ("/"-terminated, "" for the same folder)."""
+    _Sources = tuple[tuple[pathspec.PathSpec, Path], ...]
+
+
+class FolderRules:
+    """The exclusion rules for the entries of one folder: its configuration's patterns, the
+    folder relative to that configuration's root, and (unless ``.gitignore`` files are not
+    respected or the folder is in no repository, None) the ignore files that apply."""
+
+    __slots__ = ("config", "prefix", "_names", "_every", "_spec", "_ignores")
+
+    def __init__(self, config: Config, patterns: tuple[str, ...], prefix: str | None,
+                 ignores: _Prefixed | None) -> None:
+        self.config = config
+        self.prefix = prefix  # "/"-terminated; None: outside the configuration's folder
+        self._ignores = ignores
+        self._names = plain_names(patterns) if patterns else frozenset()
+        # Plain names match any part of the path: one in the folder's own path excludes all it holds.
+        self._every = bool(prefix and self._names and not self._names.isdisjoint(prefix.split("/")))
+        self._spec = compiled_patterns(patterns) if self._names is None else None
+
+    def excludes(self, name: str, is_dir: bool) -> bool:
+        """Whether the entry ``name`` of the folder is excluded by patterns or by ``.gitignore``."""
+        if self._names is not None:
+            if self._every or name in self._names:
+                return True
+        elif self._spec is not None:
+            relative = name if self.prefix is None else self.prefix + name
+            if self._spec.match_file(relative + "/" if is_dir else relative):
+                return True
+        if self._ignores is None:
+            return False
+        relative = name + "/" if is_dir else name
+        for spec, prefix in self._ignores:
+            decision = spec.check_file(prefix + relative).include
+            if decision is not None:
+                return decision
+        return False
 
 
 @lru_cache(maxsize=1024)
 def _load_spec(path: Path, stamp: tuple[int, int]) -> pathspec.PathSpec:
     lines = read_source_file(path).decode("utf-8", "replace").splitlines()
-    return pathspec.GitIgnoreSpec.from_lines(line for line in lines if pattern_error(line) is None)
+    return gitignore_spec(line for line in lines if pattern_error(line) is None)
 
 
 def _spec(path: Path) -> pathspec.PathSpec | None:
@@ -96,9 +137,6 @@ def _spec(path: Path) -> pathspec.PathSpec | None:
         return _load_spec(path, (info.st_mtime_ns, info.st_size))
     except OSError:
         return None
-
-
-_Sources = tuple[tuple[pathspec.PathSpec, Path], ...]
 
 
 class GitIgnores:
@@ -110,15 +148,15 @@ class GitIgnores:
 
     def __init__(self) -> None:
         self._folders: dict[Path, tuple[bool, _Sources]] = {}
-        self._prefixes: dict[Path, tuple[tuple[pathspec.PathSpec, str], ...] | None] = {}
 
-    def _sources_for(self, folder: Path) -> tuple[bool, _Sources]:
-        """Whether ``folder`` is inside a repository, and its ignore files, deepest first."""
+    def _sources_for(self, folder: Path, listing: Listing | None = None) -> tuple[bool, _Sources]:
+        """Whether ``folder`` is inside a repository, and its ignore files, deepest first
+        (``listing``: what ``folder`` holds, if known)."""
         found = self._folders.get(folder)
         if found is None:
-            own = _spec(folder / ".gitignore")
+            own = _spec(folder / ".gitignore") if listing is None or listing.may_hold(".gitignore") else None
             sources: _Sources = ((own, folder),) if own else ()
-            if (folder / ".git").exists():
+            if (listing is None or listing.may_hold(".git")) and (folder / ".git").exists():
                 exclude = _spec(folder / ".git" / "info" / "exclude")
                 found = (True, sources + (((exclude, folder),) if exclude else ()))
             elif folder.parent == folder:
@@ -129,19 +167,11 @@ class GitIgnores:
             self._folders[folder] = found
         return found
 
-    def ignored_in(self, folder: Path, name: str, is_dir: bool) -> bool:
-        """Whether git would ignore the entry ``name`` of the absolute ``folder``."""
-        if folder not in self._prefixes:
-            in_repository, sources = self._sources_for(folder)
-            self._prefixes[folder] = tuple(
-                (spec, "" if base == folder else folder.relative_to(base).as_posix() + "/")
-                for spec, base in sources) if in_repository else None
-        prefixes = self._prefixes[folder]
-        if prefixes is None:
-            return False
-        relative = name + ("/" if is_dir else "")
-        for spec, prefix in prefixes:
-            decision = spec.check_file(prefix + relative).include
-            if decision is not None:
-                return decision
-        return False
+    def prefixes(self, folder: Path, listing: Listing | None = None) -> _Prefixed | None:
+        """The ignore files that decide for the entries of the absolute ``folder``, with the
+        folder's path relative to each; None outside a repository."""
+        in_repository, sources = self._sources_for(folder, listing)
+        if not in_repository:
+            return None
+        return tuple((spec, "" if base == folder else folder.relative_to(base).as_posix() + "/")
+                     for spec, base in sources)

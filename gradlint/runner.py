@@ -16,16 +16,15 @@ from __future__ import annotations
 import dataclasses
 import enum
 import gc
-import multiprocessing
 import os
 import signal
 import sys
-import threading
 from collections.abc import Callable, Iterable, Iterator, Mapping, Sequence
 from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from gradlint.budget import DEFAULT_TIMEOUT, AnalysisTimeout, time_budget
 from gradlint.cache import Cache, content_digest
@@ -37,6 +36,9 @@ from gradlint.project.layout import project_root
 from gradlint.settings import Settings
 from gradlint.source import read_source_file, require_regular
 from gradlint.writer import FileFix, fix_data, write_atomic
+
+if TYPE_CHECKING:
+    import multiprocessing.context
 
 DEFAULT_MAX_FILE_SIZE = 1 << 20
 """Files larger than this many bytes are skipped unless the limit is raised (0: no limit)."""
@@ -85,30 +87,46 @@ class _PathNames:
 
     ``Path.resolve`` checks every component of every path; a file is shown as its folder's
     resolution plus its own name (a symlink under its own name, not its target's), so
-    folders are remembered (for this run only: a later run sees a changed symlink). Plain
-    ``os.path`` strings: pathlib's objects cost more than the file system calls here.
+    folders are remembered (for this run only: a later run sees a changed symlink), and on
+    POSIX a folder is its parent's resolution plus its own name, resolved again only when it
+    is a symlink (one ``lstat`` per folder). Plain ``os.path`` strings: pathlib's objects
+    cost more than the file system calls here. :meth:`absolute` is ``os.path.abspath`` of
+    the run's current folder.
     """
 
     def __init__(self) -> None:
-        self._cwd = os.path.realpath(os.getcwd())
+        self._here = os.getcwd()
+        self._cwd = os.path.realpath(self._here)
         self._prefix = self._cwd if self._cwd.endswith(os.sep) else self._cwd + os.sep
         self._folders: dict[str, str] = {}
 
     def __call__(self, path: Path) -> str:
         text = os.fspath(path)
         folder, name = os.path.split(text)
-        if name in ("", ".", ".."):
-            real = os.path.realpath(text)
-        else:
-            resolved = self._folders.get(folder)
-            if resolved is None:
-                resolved = self._folders[folder] = os.path.realpath(folder or os.curdir)
-            real = os.path.join(resolved, name)
+        real = os.path.realpath(text) if name in ("", ".", "..") else os.path.join(self._folder(folder), name)
         if real == self._cwd:
             return "."
         if real.startswith(self._prefix):
-            return Path(real[len(self._prefix):]).as_posix()
+            shown = real[len(self._prefix):]
+            return shown if os.sep == "/" else shown.replace(os.sep, "/")
         return path.as_posix()
+
+    def _folder(self, folder: str) -> str:
+        """``os.path.realpath(folder)`` (the current folder for ""), remembered."""
+        found = self._folders.get(folder)
+        if found is None:
+            head, tail = os.path.split(folder)
+            if os.name != "posix" or tail in ("", ".", ".."):
+                found = os.path.realpath(folder or os.curdir)
+            else:
+                candidate = os.path.join(self._folder(head) if head else self._cwd, tail)
+                found = os.path.realpath(candidate) if os.path.islink(candidate) else candidate
+            self._folders[folder] = found
+        return found
+
+    def absolute(self, path: Path) -> str:
+        """``os.path.abspath(path)``, without asking for the current folder again."""
+        return os.path.normpath(os.path.join(self._here, path))
 
 
 def lint_file(path: Path, settings: Settings) -> list[Diagnostic]:
@@ -254,7 +272,7 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
                 size, triage = len(item.data), partial(_triage_piped, item.data)
             else:
                 status = _regular_status(path)
-                size, triage = status.st_size, partial(_triage, path, status)
+                size, triage = status.st_size, partial(_triage, path, shown_as.absolute(path), status)
             if limit and size > limit:
                 result.skipped.append(Skipped(shown, size, limit))
                 found[index] = _outcome(mode, path, shown, _not_analysed(
@@ -323,11 +341,13 @@ def _regular_status(path: Path) -> os.stat_result:
     return status
 
 
-def _triage(path: Path, status: os.stat_result, settings: Settings, cache: Cache | None) -> tuple[bool, str | None]:
+def _triage(path: Path, absolute: str, status: os.stat_result, settings: Settings,
+            cache: Cache | None) -> tuple[bool, str | None]:
     """Whether the file passes the text test and, with a cache, the digest of its bytes:
-    from the cache's file index when the file is unchanged, else by reading it."""
+    from the cache's file index (by the ``absolute`` path) when the file is unchanged, else
+    by reading it."""
     flavour = filter_flavour(settings)
-    facts = cache.recall(path, status) if cache else None
+    facts = cache.recall(absolute, status) if cache else None
     if facts is not None and flavour in facts and (not facts[flavour] or "digest" in facts):
         return facts[flavour], facts.get("digest")
     with open(path, "rb") as handle:
@@ -339,7 +359,7 @@ def _triage(path: Path, status: os.stat_result, settings: Settings, cache: Cache
     facts = {**(facts or {}), flavour: worth}
     if worth:
         facts["digest"] = content_digest(data)
-    cache.remember(path, status, after, facts)
+    cache.remember(absolute, status, after, facts)
     return worth, facts.get("digest")
 
 
@@ -413,6 +433,9 @@ def _chunks(tasks: list[_Task], count: int) -> list[list[_Task]]:
 def _context() -> multiprocessing.context.BaseContext:
     """``fork`` where it exists and no other thread runs (workers start at once, sharing the
     modules already imported), else the platform's default start method."""
+    import multiprocessing  # only a run that lints with a pool needs it
+    import threading
+
     methods = multiprocessing.get_all_start_methods()
     if "fork" in methods and sys.platform.startswith("linux") and threading.active_count() == 1:
         return multiprocessing.get_context("fork")

@@ -9,14 +9,12 @@ lists diagnostics in the order of :meth:`~gradlint.diagnostics.Diagnostic.sort_k
 
 from __future__ import annotations
 
+import importlib
 from collections.abc import Callable
 from typing import TextIO
 
-from gradlint.reporters.ci import render_github, render_gitlab
-from gradlint.reporters.junit import render_junit
 from gradlint.reporters.machine import render_json, render_json_lines
 from gradlint.reporters.model import Report, ReportOptions
-from gradlint.reporters.sarif import render_sarif
 
 Renderer = Callable[[Report, TextIO, ReportOptions], None]
 
@@ -31,16 +29,25 @@ def _text(name: str) -> Renderer:
     return render_text_format
 
 
+def _of_diagnostics(module: str, name: str) -> Renderer:
+    """The renderer ``name`` (of the diagnostics alone) of ``gradlint.reporters.<module>``,
+    imported when used: a run prints one format (JUnit needs an XML writer, SARIF the rule
+    documents)."""
+    def render_format(report: Report, out: TextIO, options: ReportOptions) -> None:
+        getattr(importlib.import_module(f"gradlint.reporters.{module}"), name)(report.diagnostics, out)
+    return render_format
+
+
 FORMATS: dict[str, Renderer] = {
     "full": _text("render_full"),
     "concise": _text("render_concise"),
     "text": _text("render_text"),
     "json": lambda report, out, options: render_json(report.diagnostics, out),
     "json-lines": lambda report, out, options: render_json_lines(report.diagnostics, out),
-    "sarif": lambda report, out, options: render_sarif(report.diagnostics, out),
-    "github": lambda report, out, options: render_github(report.diagnostics, out),
-    "gitlab": lambda report, out, options: render_gitlab(report.diagnostics, out),
-    "junit": lambda report, out, options: render_junit(report.diagnostics, out),
+    "sarif": _of_diagnostics("sarif", "render_sarif"),
+    "github": _of_diagnostics("ci", "render_github"),
+    "gitlab": _of_diagnostics("ci", "render_gitlab"),
+    "junit": _of_diagnostics("junit", "render_junit"),
 }
 DEFAULT_FORMAT = "full"
 
