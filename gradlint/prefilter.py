@@ -31,6 +31,7 @@ NATIVE_SCALER = "loss_scaler("  # timm / MAE / DeiT: `loss_scaler(loss, optimize
 LOSS_HOOK = "compute_loss"  # the HF Trainer's hook (`def compute_loss`, `compute_loss_func=`)
 _HINT = re.compile(r"noqa|gradlint", re.IGNORECASE)
 _IDENTIFIER = re.compile(r"\w+")
+_METHOD_ALIAS = re.compile(r"\bself\.(\w+)\s*=\s*self\.(\w+)\b")
 
 
 _BACKWARD_USE = r"backward\s*\(|\.\s*backward\b|\bbackward\s*[,)=]|import[^\n]*\bbackward\b"
@@ -152,6 +153,8 @@ class UnitFilter:
             if unit.name != "<module>":
                 texts[unit.name] = texts.get(unit.name, "") + self._text(unit)
         idents = {name: frozenset(_IDENTIFIER.findall(text)) for name, text in texts.items()}
+        for attribute, method in _METHOD_ALIAS.findall("".join(lines)):  # `self.fwd_bwd = self._fwd_bwd` (in any method)
+            idents[attribute] = idents.get(attribute, frozenset()) | {method}
         aliases = {local for local, target in facts.aliases.items() if target.rsplit(".", 1)[-1] == "backward"}
         self._steppers = _spreading(texts, idents, ("step", NATIVE_SCALER), set())
         self._backwards = _spreading(texts, idents, ("backward", NATIVE_SCALER), aliases)

@@ -19,6 +19,7 @@ from weakref import WeakKeyDictionary
 import libcst as cst
 
 from gradlint.model.node_memo import per_node
+from gradlint.model.partials import through_partial
 from gradlint.model.preorder import preorder
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
@@ -232,7 +233,7 @@ class _Tracer:
         if not self.callers:
             return Scaling.UNKNOWN
         call, caller = self.callers[-1]
-        argument = passed_argument(self.unit, call, name)
+        argument = passed_argument(self.unit, through_partial(call, caller), name)
         if argument is None:
             return Scaling.UNKNOWN
         unit = self.unit

@@ -97,7 +97,8 @@ def _micro_loops(root: cst.CSTNode, loops: list[cst.CSTNode], events: list[Event
 
 
 def _is_micro_header(unit: UnitModel, loop: cst.CSTNode) -> bool:
-    """``for micro_step in ...``, ``for _ in range(accum_steps)``, ``for mb in micro_batches``."""
+    """``for micro_step in ...``, ``for _ in range(accum_steps)``, ``for mb in micro_batches``,
+    ``for _ in accumulate_contexts(...)``."""
     if not isinstance(loop, cst.For):
         return False
     if _MICRO_HEADER.search(unit.text_of(loop.target)):
@@ -108,6 +109,8 @@ def _is_micro_header(unit: UnitModel, loop: cst.CSTNode) -> bool:
     name = dotted(source)
     if name is not None and _MICRO_HEADER.search(name):
         return True
+    if isinstance(source, cst.Call) and _MICRO_HEADER.search((dotted(source.func) or "").rsplit(".", 1)[-1]):
+        return True  # a generator of the window's micro-batches: `for _ in gradient_accumulate_contexts(N, ...)`
     if isinstance(source, cst.Call) and dotted(source.func) in ("zip", "enumerate") and source.args:
         return all(_is_chunks(unit, arg.value) for arg in source.args if arg.keyword is None)
     return _is_chunks(unit, source)

@@ -18,6 +18,7 @@ import libcst as cst
 from libcst.metadata import CodeRange
 
 from gradlint.diagnostics import Span
+from gradlint.model.partials import through_partial
 from gradlint.model.positions import positions as positions_of
 from gradlint.model.syntax import dotted
 from gradlint.project.context import ForeignModule, ProjectContext, is_unit_of, training_unit
@@ -211,6 +212,7 @@ class UnitLibrary:
         return self._resolved[key]
 
     def _resolve(self, call: cst.Call, caller: UnitModel) -> UnitModel | None:
+        call = through_partial(call, caller)
         func = call.func
         if isinstance(func, cst.Name):
             name, method = func.value, False

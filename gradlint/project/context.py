@@ -18,6 +18,7 @@ from gradlint.project.epoch_calls import EpochCalls, epoch_calls
 from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader, ObjectKinds, local_kinds
 from gradlint.project.loaders import LoaderTracer
+from gradlint.project.method_aliases import method_aliases
 from gradlint.project.schedules import schedule_factories
 from gradlint.project.symbols import ClassInfo, Definition, Target
 from gradlint.project.window_counters import window_counters
@@ -48,6 +49,7 @@ class ProjectContext:
         self.loaders = LoaderTracer(self.kinds)
         self.extra_names = extra_names
         self._foreign: dict[Path, ForeignModule | None] = {}
+        self._aliases: dict[ClassInfo, dict[str, str]] = {}
 
     def unit_facts(self, path: Path, unit: Unit, facts: ModuleFacts) -> ModuleFacts:
         """``facts`` with the kinds the project gives the unit's names and ``self`` attributes:
@@ -182,9 +184,19 @@ class ProjectContext:
             owner, _, method = rest.rpartition(".")
             if cls is not None and owner:  # `self.trainer.step_all()`: a method of a project instance
                 cls = self.kinds.held(cls, owner)
-            return self.index.method(cls, method) if cls is not None else None
+            if cls is None:
+                return None
+            return self.index.method(cls, method) or self._aliased(cls, method)
         found = self.index.lookup(path, dotted)
         return found if isinstance(found, Definition) else None
+
+    def _aliased(self, cls: ClassInfo, attribute: str) -> Definition | None:
+        """The method of ``cls`` that ``self.<attribute>`` always holds (``self.step_fn =
+        self._step``), if any."""
+        if cls not in self._aliases:
+            self._aliases[cls] = method_aliases(self.kinds, cls)
+        name = self._aliases[cls].get(attribute)
+        return self.index.method(cls, name) if name is not None else None
 
     def method_of(self, path: Path, constructor: str, name: str) -> Definition | None:
         """Method ``name`` of the project class that ``constructor`` names in module ``path``."""
