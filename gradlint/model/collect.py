@@ -118,6 +118,7 @@ class Collector:
         found = summary(unit)
         self.counters |= found.counters
         self._budget -= len(found.items)
+        followed: cst.CSTNode | None = None  # the last call followed into its helper
         for item in found.items:
             ancestors = prefix + item.ancestors if prefix else item.ancestors
             kind = item.item
@@ -128,9 +129,11 @@ class Collector:
                 self.events.append(Event(item.record, item.node, item.statement, unit, ancestors=ancestors,
                                          callers=entries))
             elif kind is Item.CALLEE:
-                self.callees.append((item.name, ancestors))
+                if item.node is not followed:  # a followed helper's calls are the loop's own now
+                    self.callees.append((item.name, ancestors))
             elif kind is Item.CALL:
-                self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries)
+                if self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries):
+                    followed = item.node
             elif kind is Item.LOOP:
                 self.loops.append(Site(cast("cst.For | cst.While", item.node), ancestors, unit))
             elif kind is Item.IF:
@@ -197,7 +200,7 @@ class _Walker:
                 self._add(record, call)
             if _backward_method_call(call, found):
                 self.items[-1] = dataclasses.replace(self.items[-1], followable=True)
-            if not self._wrapper_method(call):
+            if any(r.role is Role.ZERO_GRAD for r in found) or not self._wrapper_method(call):
                 return  # its role says what it does: not a callee that may zero (TrainingLoop.calls_zeroing)
         else:
             self.items.append(SummaryItem(Item.CALL, call, ancestors))

@@ -8,9 +8,10 @@ import libcst as cst
 
 from gradlint.catalogue import CATALOGUE
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
+from gradlint.model.held_optimizer import held_optimizer
 from gradlint.names import Kind
 from gradlint.rules.base import Finding, Invalid, Rule
-from gradlint.rules.readers import call_text, on_engine_path, update_steps
+from gradlint.rules.readers import backward_before, call_text, on_engine_path, update_steps
 
 
 class MissingZeroGrad(Rule):
@@ -25,7 +26,7 @@ class MissingZeroGrad(Rule):
         unzeroed = [s for s in steps if not _zeroed(loop, s, steps)]
         if not unzeroed:
             return
-        if any(name is not None and loop.reassigns(name) for s in steps for name in (s.receiver, s.target)):
+        if any(name is not None and _rebuilt(loop, name) for s in steps for name in (s.receiver, s.target)):
             return  # an optimizer built in each iteration, often over tensors made fresh there too
         step = unzeroed[0]
         yield Finding(step.span, f"{call_text(loop, step)} runs but {_unzeroed(loop, step)}; zero them once per "
@@ -77,28 +78,77 @@ def _zeroed_by_caller(loop: TrainingLoop) -> bool:
 
 def _zeroed(loop: TrainingLoop, step: Event, steps: list[Event]) -> bool:
     """Whether a zeroing of the loop may clear the gradients ``step`` applies. One in an
-    ``except`` handler the step is not in runs only when the update failed: it does not. One in
-    another branch of an ``if`` around the step does (alternative update paths, AMP or not, are
-    not told apart). An optimizer's ``zero_grad`` clears only its own gradients when that
+    ``except`` handler the step is not in runs only when the update failed: it does not, nor
+    does one in another branch of an ``if`` whose branches are whole updates (see
+    :func:`_other_update_path`). An optimizer's ``zero_grad`` clears only its own gradients when that
     optimizer is stepped in the loop too (a GAN's ``opt_d`` is not ``opt_g``); any other
     zeroing (a model's, ``p.grad = None``, an optimizer the loop does not step: perhaps another
     name for this one) may clear every parameter's."""
-    stepped = {s.target for s in steps}
+    stepped = {held_optimizer(s) for s in steps}
     for zero in loop.of(Role.ZERO_GRAD):
-        if _on_failure_only(zero, step):
+        if _on_failure_only(zero, step) or _other_update_path(loop, zero, step):
             continue
-        if zero.kind is not Kind.OPTIMIZER or zero.receiver not in stepped or zero.receiver == step.target:
+        held = held_optimizer(zero)
+        if zero.kind is not Kind.OPTIMIZER or held not in stepped or held == held_optimizer(step):
             return True
     return step.target is None and bool(loop.of(Role.ZERO_GRAD))  # an unnamed optimizer: any zeroing may be its
 
 
+def _rebuilt(loop: TrainingLoop, name: str) -> bool:
+    """The loop assigns ``name`` a new object (``opt = torch.optim.SGD([x])``), not another
+    name for one it has (``optimizer = self.optimizer``)."""
+    span = loop.span
+    return any(span.line <= line <= span.end_line and not isinstance(value, (cst.Name, cst.Attribute))
+               for line, value in loop.unit.assignments.get(name, []))
+
+
+def _other_update_path(loop: TrainingLoop, zero: Event, step: Event) -> bool:
+    """``zero`` and ``step`` are in different branches of an ``if`` whose branch holding the
+    step also holds the backward before it: each branch is an update of its own (``if mode ==
+    "vanilla": backward; step`` / ``elif ...: zero_grad; backward; step``), and the other's
+    zeroing never runs on this one's path. A branch holding only the step (``if amp:
+    scaler.step(opt)`` / ``else: opt.step(); opt.zero_grad()`` after one backward) may share
+    its gradients' zeroing with the other: such alternatives are not told apart."""
+    backward = backward_before(loop, step)
+    if backward is None:
+        return False
+    for node in step.ancestors:
+        if isinstance(node, cst.If) and zero.inside(node):
+            side = _side(step, node)
+            if side is not None and _side(zero, node) not in (None, side) and _side(backward, node) == side:
+                return True
+    return False
+
+
+def _side(event: Event, node: cst.If) -> int | None:
+    """0 in the body of ``node``, 1 in its ``else``/``elif``, None in neither."""
+    if event.inside(node.body):
+        return 0
+    return 1 if node.orelse is not None and event.inside(node.orelse) else None
+
+
 def _on_failure_only(zero: Event, step: Event) -> bool:
-    """``zero`` is in an ``except`` handler that ``step`` is not in."""
-    return any(isinstance(node, cst.ExceptHandler) and not step.inside(node) for node in zero.ancestors)
+    """``zero`` is in an ``except`` handler that ``step`` is not in, or in a branch of an ``if``
+    that leaves without the step (``if not isfinite(norm): opt.zero_grad(); return``): it
+    runs only when the update is skipped."""
+    for node in zero.ancestors:
+        if isinstance(node, cst.ExceptHandler) and not step.inside(node):
+            return True
+        if isinstance(node, cst.IndentedBlock) and not step.inside(node) and _leaves(node):
+            return True
+    return False
+
+
+def _leaves(block: cst.IndentedBlock) -> bool:
+    """The block ends by leaving its function or iteration (``return``, ``continue``,
+    ``raise``)."""
+    last = block.body[-1] if block.body else None
+    return isinstance(last, cst.SimpleStatementLine) and any(
+        isinstance(s, (cst.Return, cst.Continue, cst.Raise)) for s in last.body)
 
 
 def _unzeroed(loop: TrainingLoop, step: Event) -> str:
     """What the message says is missing: any zeroing, or one on the step's path."""
     if not loop.of(Role.ZERO_GRAD):
         return "gradients are never zeroed in this loop"
-    return f"no zeroing on its path clears {step.target}'s gradients"
+    return f"no zeroing on its path clears {held_optimizer(step)}'s gradients"

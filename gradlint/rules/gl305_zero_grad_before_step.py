@@ -7,6 +7,7 @@ from collections.abc import Iterator
 from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, TrainingLoop
+from gradlint.model.held_optimizer import held_optimizer
 from gradlint.names import Kind
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 from gradlint.rules.readers import backward_before, call_text, on_engine_path, quoted, sole_step, update_steps
@@ -17,7 +18,7 @@ class ZeroGradBeforeStep(Rule):
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         steps = [s for s in update_steps(loop) if not on_engine_path(loop, s)]
-        targets = {s.target for s in steps}
+        targets = {held_optimizer(s) for s in steps}
         for step in steps:
             backward = backward_before(loop, step)
             if backward is None:
@@ -25,7 +26,8 @@ class ZeroGradBeforeStep(Rule):
             for zero in loop.of(Role.ZERO_GRAD):
                 if zero.place is not step.place or not (loop.flows(backward, zero) and loop.flows(zero, step)):
                     continue
-                if zero.kind is Kind.OPTIMIZER and zero.receiver != step.target and step.target is not None:
+                held = held_optimizer(step)
+                if zero.kind is Kind.OPTIMIZER and held_optimizer(zero) != held and held is not None:
                     continue  # another optimizer's gradients (GANs, actor-critic)
                 if zero.kind is not Kind.OPTIMIZER and len(targets) > 1:
                     continue
