@@ -21,6 +21,7 @@ import libcst as cst
 
 from gradlint.catalogue import SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.diagnostics import Diagnostic, Span
+from gradlint.gc_pause import collection_paused
 from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import UnitLibrary
@@ -97,6 +98,7 @@ def analyse_bytes(data: bytes, path: str, settings: Settings, *, full: bool = Fa
     return lint_source(text, path, settings, full=full, reads=reads)
 
 
+@collection_paused()
 def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict | None = None,
                 full: bool = False, project: ProjectIndex | None = None,
                 reads: Reads | None = None, share: bool = True) -> list[Diagnostic]:

@@ -62,9 +62,16 @@ class UnitModel:
         shifts = self.column_shifts
         return Span(start, rng.start.column + 1 + shifts.get(start, 0), end, rng.end.column + 1 + shifts.get(end, 0))
 
+    texts: dict[cst.CSTNode, str] = field(default_factory=dict)
+    """Node -> its text, once generated (the tree never changes, and a model is kept across
+    lints while its unit's text is unchanged: a re-lint generates no text again)."""
+
     def text_of(self, node: cst.CSTNode) -> str:
         """Source text of ``node`` as written."""
-        return self.module.code_for_node(node)
+        found = self.texts.get(node)
+        if found is None:
+            found = self.texts[node] = self.module.code_for_node(node)
+        return found
 
     def bound_values(self, name: str) -> list[cst.CSTNode]:
         """Values assigned to ``name`` in this unit."""
