@@ -34,10 +34,8 @@ import hashlib
 import importlib.util
 import json
 import os
-import shutil
 import stat
 import sys
-import tempfile
 import time
 from collections.abc import Mapping
 from pathlib import Path
@@ -288,6 +286,8 @@ class Cache:
 
     def _write(self, target: Path, text: str) -> None:
         """Write ``text`` to ``target`` through a temporary file and a rename; errors are ignored."""
+        import tempfile  # a run the cache answers writes nothing
+
         try:
             self._prepare()
             target.parent.mkdir(parents=True, exist_ok=True)
@@ -314,6 +314,8 @@ class Cache:
             if not marker.exists():
                 marker.write_text(content, encoding="utf-8")
         if fresh:
+            import shutil
+
             for old in self.directory.glob("v*-*"):
                 if old != self._entries and old.is_dir():
                     shutil.rmtree(old, ignore_errors=True)
@@ -332,8 +334,11 @@ class _Absences:
         """Whether nothing is at ``path`` (an absent file has no digest)."""
         # POSIX resolves every folder of an absolute path in turn ("a/b/.." too): one that
         # cannot be found or is no folder leaves nothing below it.
-        if os.name == "posix" and os.path.isabs(path) and not self._folder(os.path.dirname(path)):
-            return True
+        if _POSIX and path[:1] == "/":
+            folder = path.rpartition("/")[0] or "/"
+            found = self._folders.get(folder)
+            if not (self._folder(folder) if found is None else found):
+                return True
         try:
             os.stat(path)
         except OSError:
@@ -341,10 +346,10 @@ class _Absences:
         return False
 
     def _folder(self, folder: str) -> bool:
-        """Whether the absolute ``folder`` is a folder (its parents first)."""
+        """Whether the absolute POSIX ``folder`` is a folder (its parents first)."""
         found = self._folders.get(folder)
         if found is None:
-            parent = os.path.dirname(folder)
+            parent = folder.rpartition("/")[0] or "/"
             if parent != folder and not self._folder(parent):
                 found = False
             else:
@@ -354,6 +359,9 @@ class _Absences:
                     found = False
             self._folders[folder] = found
         return found
+
+
+_POSIX = os.name == "posix"
 
 
 def clean(directory: Path) -> bool:
@@ -371,5 +379,7 @@ def clean(directory: Path) -> bool:
         ours = False
     if not ours:
         raise CacheError(f"{directory} is not a gradlint cache folder (no gradlint CACHEDIR.TAG); not removing it")
+    import shutil
+
     shutil.rmtree(directory)
     return True

@@ -27,7 +27,7 @@ from gradlint.config import (
     ConfigResolver,
     Overrides,
     check_overrides,
-    file_settings,
+    files_settings,
     parse_override,
     parse_per_file_ignore,
     parse_target_version,
@@ -357,7 +357,7 @@ class _CheckJob:
             resolver = self.resolver()
             files = self.discover(resolver)
             configs = resolver.for_files(files)
-            settings = {path: file_settings(path, cfg, self.overrides) for path, cfg in configs.items()}
+            settings = files_settings(configs, self.overrides)
             limits = self.max_size if self.max_size is not None else {path: _configured_limit(cfg)
                                                                       for path, cfg in configs.items()}
         except SettingsError as exc:

@@ -15,7 +15,7 @@ from __future__ import annotations
 import os
 import re
 import sys
-from collections.abc import Callable, Iterable
+from collections.abc import Callable, Iterable, Mapping
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from pathlib import Path
@@ -543,6 +543,22 @@ def settings_for(path: Path, *, config: Path | None = None, isolated: bool = Fal
     """
     resolver = resolver or ConfigResolver(config=config, isolated=isolated)
     return file_settings(path, resolver.for_path(path), overrides)
+
+
+def files_settings(configs: Mapping[Path, Config], overrides: Overrides) -> dict[Path, Settings]:
+    """:func:`file_settings` of each file of ``configs`` (see :meth:`ConfigResolver.for_files`),
+    worked out once per configuration for the files that no per-file ignore can concern."""
+    shared: dict[int, Settings] = {}  # by configuration object: ``configs`` keeps them alive
+    found: dict[Path, Settings] = {}
+    for path, cfg in configs.items():
+        if cfg.per_file_ignores:
+            found[path] = file_settings(path, cfg, overrides)
+            continue
+        settings = shared.get(id(cfg))
+        if settings is None:
+            settings = shared[id(cfg)] = _base_settings(cfg, overrides)
+        found[path] = settings
+    return found
 
 
 def file_settings(path: Path, cfg: Config, overrides: Overrides) -> Settings:

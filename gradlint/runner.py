@@ -24,21 +24,23 @@ from contextlib import contextmanager
 from dataclasses import dataclass, field
 from functools import partial
 from pathlib import Path
-from typing import TYPE_CHECKING
+from typing import TYPE_CHECKING, TypeAlias
 
 from gradlint.budget import DEFAULT_TIMEOUT, AnalysisTimeout, time_budget
 from gradlint.cache import Cache, content_digest
 from gradlint.catalogue import SYNTAX_ERROR
 from gradlint.diagnostics import Diagnostic, Span
-from gradlint.fixer import applicable
 from gradlint.prefilter import filter_flavour, worth_reading
 from gradlint.project.layout import project_root
 from gradlint.settings import Settings
 from gradlint.source import read_source_file, require_regular
-from gradlint.writer import FileFix, fix_data, write_atomic
 
 if TYPE_CHECKING:
     import multiprocessing.context
+
+    from gradlint.writer import FileFix
+
+# The fixer and the writer are imported where a run fixes: a check does not load them.
 
 DEFAULT_MAX_FILE_SIZE = 1 << 20
 """Files larger than this many bytes are skipped unless the limit is raised (0: no limit)."""
@@ -216,7 +218,7 @@ class Piped:
 Progress = Callable[[int, int], None]
 """The progress hook of :func:`run`: called with (files done, files in all) as files finish."""
 
-Outcome = list[Diagnostic] | FileFix | None
+Outcome: TypeAlias = "list[Diagnostic] | FileFix | None"
 """What linting one file gave: its diagnostics (checking), its fix (fixing), or None when
 it ran out of its time budget."""
 
@@ -309,12 +311,12 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
             out_of_time.add(task.index)
             gave_up = _not_analysed(task.shown, f"its analysis took more than {timeout:g} CPU seconds "
                                                 "(--timeout 0 removes the limit)", task.settings)
-            outcome = gave_up if mode is Mode.CHECK else FileFix(
+            outcome = gave_up if mode is Mode.CHECK else _file_fix(
                 task.path, task.shown, error=f"not fixed: {AnalysisTimeout(timeout)}", remaining=gave_up)
         found[task.index] = outcome
     result.timed_out = [task.shown for task in tasks if task.index in out_of_time]
-    result.fixes = [f for f in found if isinstance(f, FileFix)]
-    groups = [f.remaining if isinstance(f, FileFix) else f or [] for f in found]
+    result.fixes = [f for f in found if f is not None and not isinstance(f, list)]
+    groups = [f if isinstance(f, list) else [] if f is None else f.remaining for f in found]
     result.diagnostics = _merged(groups, elsewhere)
     return result
 
@@ -322,7 +324,21 @@ def run(paths: Sequence[Path | Piped], settings: Settings | Mapping[Path, Settin
 def _outcome(mode: Mode, path: Path, shown: str, diagnostics: list[Diagnostic]) -> list[Diagnostic] | FileFix:
     """A file's outcome without linting or fixing it: its diagnostics, or fixing, a fix
     that leaves the file as it is with these diagnostics remaining."""
-    return diagnostics if mode is Mode.CHECK else FileFix(path, shown, remaining=diagnostics)
+    return diagnostics if mode is Mode.CHECK else _file_fix(path, shown, remaining=diagnostics)
+
+
+def _file_fix(path: Path, shown: str, remaining: list[Diagnostic] | None = None, error: str | None = None) -> FileFix:
+    """A :class:`~gradlint.writer.FileFix` of the file at ``path`` that changes nothing (yet)."""
+    from gradlint.writer import FileFix
+
+    return FileFix(path, shown, remaining=remaining or [], error=error)
+
+
+def fix_data(data: bytes, path: Path, display: str, settings: Settings, unsafe: bool, notebook: bool) -> FileFix | None:
+    """:func:`gradlint.writer.fix_data`, loaded when a run first fixes."""
+    from gradlint.writer import fix_data as fixed_data
+
+    return fixed_data(data, path, display, settings, unsafe, notebook)
 
 
 def _nothing_to_fix(diagnostics: list[Diagnostic], unsafe: bool, notebook: bool) -> bool:
@@ -331,6 +347,8 @@ def _nothing_to_fix(diagnostics: list[Diagnostic], unsafe: bool, notebook: bool)
     fixer still tries: only a notebook without diagnostics is known to stay as it is."""
     if notebook:
         return not diagnostics
+    from gradlint.fixer import applicable
+
     return not any(applicable(d.fix, unsafe) for d in diagnostics)
 
 
@@ -470,7 +488,7 @@ def _fix_task(task: _Task, cache: Cache | None) -> Done:
     the fixer leaves as it is has its diagnostics cached (not a notebook: see
     :func:`_nothing_to_fix`). A diagnostic its loops give in another module has no fix
     here (a fix edits the file being fixed only): it is reported as it is."""
-    outcome = FileFix(task.path, task.shown)
+    outcome = _file_fix(task.path, task.shown)
     try:
         data = task.data if task.data is not None else read_source_file(task.path)
     except OSError as exc:
@@ -490,6 +508,8 @@ def _fix_task(task: _Task, cache: Cache | None) -> Done:
         return task, None, []
     if task.mode is Mode.FIX and task.data is None and outcome.output is not None:
         try:
+            from gradlint.writer import write_atomic
+
             write_atomic(task.path, outcome.output, expected=data)
         except OSError as exc:
             with recording_uses() as reads:
