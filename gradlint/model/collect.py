@@ -114,6 +114,7 @@ class Collector:
         found = summary(unit)
         self.counters |= found.counters
         self._budget -= len(found.items)
+        followed: set[int] = set()  # calls spliced here: their helper's own events and callees stand for them
         for item in found.items:
             ancestors = prefix + item.ancestors if prefix else item.ancestors
             kind = item.item
@@ -124,9 +125,11 @@ class Collector:
                 self.events.append(Event(item.record, item.node, item.statement, unit, ancestors=ancestors,
                                          callers=entries))
             elif kind is Item.CALLEE:
-                self.callees.append((item.name, ancestors))
+                if id(item.node) not in followed or "zero" in item.name:  # named for zeroing: it may, unread
+                    self.callees.append((item.name, ancestors))
             elif kind is Item.CALL:
-                self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries)
+                if self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries):
+                    followed.add(id(item.node))
             elif kind is Item.LOOP:
                 self.loops.append(Site(cast("cst.For | cst.While", item.node), ancestors, unit))
             elif kind is Item.IF:
