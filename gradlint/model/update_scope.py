@@ -53,7 +53,7 @@ def _roots(unit: UnitModel, collector: Collector, steps: list[Event]) -> list[cs
     """The innermost loops of ``unit``'s own body that hold a step, each a scope; the function
     itself when no loop of its own does."""
     own = [site for site in collector.loops if site.unit is unit and any(s.inside(site.node) for s in steps)]
-    innermost = [site.node for site in own if not any(other.inside(site.node) for other in own)]
+    innermost: list[cst.CSTNode] = [site.node for site in own if not any(other.inside(site.node) for other in own)]
     return innermost or [unit.root]
 
 
