@@ -208,9 +208,14 @@ class _Walker(cst.CSTVisitor):
             return False
         receiver = dotted(call.func.value)
         facts = self.unit.facts
+        method = call.func.attr.value
+        own_class = self.unit.unit.class_name
+        if receiver is not None and receiver.startswith("self.") and own_class is not None and all(
+                u.class_name == own_class for u in facts.functions.get(method, [])):
+            return False  # only this class's own method zeroes: `self._optimizer` is another object
         return (receiver is not None and receiver not in facts.bindings
                 and receiver.removeprefix("self.") not in facts.bindings
-                and call.func.attr.value in facts.zeroing_functions)
+                and method in facts.zeroing_functions)
 
     def _assignment(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
         line = self.unit.span(node).line
