@@ -25,6 +25,7 @@ from gradlint.gc_pause import collection_paused
 from gradlint.model.build import build_loops
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import UnitLibrary
+from gradlint.model.update_scope import reached
 from gradlint.prefilter import (
     EVERYTHING,
     UnitFilter,
@@ -136,7 +137,7 @@ def lint_source(source: str, path: str, settings: Settings, *, verdict: Verdict 
         return [scan.error] if settings.enabled(scan.error.code) else []
     found: dict[tuple[str, Span], Diagnostic] = {}
     foreign: dict[tuple[str, str, Span], Diagnostic] = {}
-    for loop in scan.loops:
+    for loop in scan.loops + scan.updates:
         for diagnostic in _check(loop, path, settings):
             if diagnostic.path == path:
                 found.setdefault((diagnostic.code, diagnostic.span), diagnostic)
@@ -176,6 +177,7 @@ class LoopScan:
     loops: list[TrainingLoop] = field(default_factory=list)
     error: Diagnostic | None = None
     used: dict[Path, str | None] = field(default_factory=dict)  # other modules read: digest (None: absent)
+    updates: list[TrainingLoop] = field(default_factory=list)  # update scopes no loop reaches (model/update_scope.py)
     tree: ast.Module | None = None  # the module's ast tree, when it was parsed
 
 
@@ -233,13 +235,16 @@ def _loops(screened: Screen, source: str, path: str, context: ProjectContext, fu
     loops: list[TrainingLoop] = []
     reaching |= {unit.name for unit in project_callers}  # a call to such a method reaches there too
     for unit in roots:
-        if not full and not units.could_form_loop(unit) and not units.names_any(unit, reaching):
+        if not full and not units.could_form_loop(unit) and not units.names_any(unit, reaching) and (
+                not units.could_update(unit)):
             continue
         try:
             loops.extend(build_loops(library.get(unit), library.resolve))
         except (cst.ParserSyntaxError, RecursionError):
             continue  # the running Python accepted it; libcst's grammar is the limit here
-    return LoopScan(loops, used=dict(context.used))
+    training = [loop for loop in loops if not loop.update_only]
+    updates = [loop for loop in loops if loop.update_only and not reached(loop, training)]
+    return LoopScan(training, used=dict(context.used), updates=updates)
 
 
 def _names_used(screened: Screen, lines: list[str]) -> frozenset[str]:
@@ -275,7 +280,7 @@ def _check(loop: TrainingLoop, path: str, settings: Settings) -> Iterable[Diagno
     elsewhere = _spans_elsewhere(loop)
     where = ""
     for code, rule in RULES.items():
-        if not settings.enabled(code):
+        if not settings.enabled(code) or (loop.update_only and not rule.reads_update_scopes):
             continue
         info = rule.info
         for finding in rule.check(loop):

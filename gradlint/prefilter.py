@@ -82,6 +82,18 @@ def could_form_loop(text: str) -> bool:
     return "backward" in text or (not text.isascii() and "backward" in unicodedata.normalize("NFKC", text))
 
 
+_UPDATE_WORDS = ("clip", "grad", "unscale_")
+"""What a second event of an update needs in its text: a clip (``clip_grad_norm_``,
+``clip_gradients``), a zeroing (``zero_grad``, ``clear_grad``, ``p.grad = None``,
+``p.grad.zero_()``) or an unscale; a scheduler's step is a second ``step``."""
+
+
+def could_update(text: str) -> bool:
+    """Whether ``text`` can hold an update scope (:mod:`gradlint.model.update_scope`): a step
+    and another event of the update (a second step, a clip, a zeroing, an unscale)."""
+    return text.count("step") > 1 or ("step" in text and any(word in text for word in _UPDATE_WORDS))
+
+
 def suppressions_wanted(settings: Settings) -> bool:
     """Whether unused suppressions (GL900) are reported: then a suppression alone makes a
     file worth analysing."""
@@ -131,7 +143,7 @@ def judge(text: str) -> Verdict:
     """The :class:`Verdict` on ``text``."""
     training = might_hold_training_loop(text)
     # a module without a step or a backward of its own may reach one in a module it imports
-    loop = training and (could_form_loop(text) or "import" in text)
+    loop = training and (could_form_loop(text) or could_update(text) or "import" in text)
     return Verdict(training, loop, might_hold_suppression(text))
 
 
@@ -158,6 +170,7 @@ class UnitFilter:
         aliases = {local for local, target in facts.aliases.items() if target.rsplit(".", 1)[-1] == "backward"}
         self._steppers = _spreading(texts, idents, ("step", NATIVE_SCALER), set())
         self._backwards = _spreading(texts, idents, ("backward", NATIVE_SCALER), aliases)
+        self._updaters = _spreading(texts, idents, ("step", *_UPDATE_WORDS), set())
 
     def _text(self, unit: Unit) -> str:
         return "".join(self._lines[unit.start_line - 1 : unit.end_line])
@@ -169,6 +182,16 @@ class UnitFilter:
             return True
         names = frozenset(_IDENTIFIER.findall(body))
         return ("step" in body or bool(names & self._steppers)) and ("backward" in body or bool(names & self._backwards))
+
+    def could_update(self, unit: Unit) -> bool:
+        """Whether ``unit`` may be an update scope: :func:`could_update` for its text, where a
+        call of a function that may bring a step (or another event of the update) along stands
+        in for it."""
+        body = self._text(unit)
+        names = frozenset(_IDENTIFIER.findall(body)) - {unit.name}
+        if could_update(body):
+            return True
+        return ("step" in body or bool(names & self._steppers)) and bool(names & self._updaters)
 
     def names_any(self, unit: Unit, names: frozenset[str]) -> bool:
         """Whether ``unit``'s text holds one of ``names`` as an identifier (a call that may

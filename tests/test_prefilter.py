@@ -24,6 +24,8 @@ EVERY_RULE = Settings(select=frozenset(CATALOGUE))
     ("scheduler.step()\n", Verdict(training=True, loop=False, suppressions=False)),
     ("loss.backward()\nopt.step()  # gradlint: ignore\n", Verdict(training=True, loop=True, suppressions=True)),
     ("loss_scaler(loss, opt)\n", Verdict(training=True, loop=True, suppressions=False)),
+    ("opt.step()\nsched.step()\n", Verdict(training=True, loop=True, suppressions=False)),  # an update scope
+    ("opt.zero_grad()\nopt.step()\n", Verdict(training=True, loop=True, suppressions=False)),
 ])
 def test_verdicts(text: str, verdict: Verdict) -> None:
     assert judge(text) == verdict
@@ -45,6 +47,23 @@ def test_backward_counts_only_as_code(text: str, training: bool) -> None:
     call does, and the bytes test gives the text test's answer."""
     assert judge(text).training is training
     assert worth_reading(text.encode(), default_settings()) is training
+
+
+UPDATE_ONLY = """\
+class Wrapper:
+    def step(self):
+        self._optim.step()
+        clip_grad_norm_(self._params, 1.0)
+"""
+
+
+def test_a_module_without_backward_or_import_is_read_for_update_scopes() -> None:
+    """A text with no backward and no import can still hold an update scope: it is analysed, on
+    the fast path as in the full analysis."""
+    assert judge(UPDATE_ONLY).loop
+    for full in (False, True):
+        found = lint_source(UPDATE_ONLY, "wrapper.py", EVERY_RULE, full=full)
+        assert [(d.line, d.code) for d in found] == [(4, "GL301")]
 
 
 def test_a_suppression_alone_is_worth_it_only_with_gl900() -> None:

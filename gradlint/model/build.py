@@ -23,6 +23,7 @@ from gradlint.model.scopes import find_scopes
 from gradlint.model.sync_guards import guards_iterations, is_sync_guard
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
+from gradlint.model.update_scope import update_scopes
 from gradlint.names import Kind
 
 _UNBOUNDED = frozenset({"range", "count", "cycle", "repeat", "itertools.count", "itertools.cycle"})
@@ -39,7 +40,7 @@ def build_loops(unit: UnitModel, resolve: Resolver | None = None) -> list[Traini
     loops = []
     for root, micro in find_scopes(unit, collector, events):
         loops.append(_place(unit, collector, root, micro, [e for e in events if e.inside(root)]))
-    return loops
+    return loops or update_scopes(unit, collector, events)
 
 
 def _place(

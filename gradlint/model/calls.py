@@ -17,8 +17,9 @@ _NATIVE_SCALER = re.compile(r"^loss_scaler$")
 _ZEROING_METHODS = frozenset({"zero_grad", "clear_grad", "clear_gradients"})
 """An optimizer's or model's zeroing: PyTorch's ``zero_grad``, Paddle's ``clear_grad`` (the same
 loops run on both backends)."""
-_CLIP_NAME = re.compile(r"^clip_\w*grad")
-"""A project's own clipping function or method (``clip_l2_grad_norm_``, ``self.clip_grads``)."""
+_CLIP_NAME = re.compile(r"^clip_\w*grad|^grad(ient)?s?_clip")
+"""A project's own clipping function or method (``clip_l2_grad_norm_``, ``self.clip_grads``), or
+one handed in by name (``grad_clip_fn(parameters=params)``)."""
 
 
 def classify(call: cst.Call, facts: ModuleFacts) -> tuple[RoleRecord, ...]:

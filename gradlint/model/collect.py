@@ -118,7 +118,7 @@ class Collector:
         found = summary(unit)
         self.counters |= found.counters
         self._budget -= len(found.items)
-        followed: cst.CSTNode | None = None  # the last call followed into its helper
+        followed: set[int] = set()  # calls spliced here: their helper's own events and callees stand for them
         for item in found.items:
             ancestors = prefix + item.ancestors if prefix else item.ancestors
             kind = item.item
@@ -129,11 +129,11 @@ class Collector:
                 self.events.append(Event(item.record, item.node, item.statement, unit, ancestors=ancestors,
                                          callers=entries))
             elif kind is Item.CALLEE:
-                if item.node is not followed:  # a followed helper's calls are the loop's own now
+                if id(item.node) not in followed or "zero" in item.name:  # named for zeroing: it may, unread
                     self.callees.append((item.name, ancestors))
             elif kind is Item.CALL:
                 if self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries):
-                    followed = item.node
+                    followed.add(id(item.node))
             elif kind is Item.LOOP:
                 self.loops.append(Site(cast("cst.For | cst.While", item.node), ancestors, unit))
             elif kind is Item.IF:
@@ -216,9 +216,14 @@ class _Walker:
             return False
         receiver = dotted(call.func.value)
         facts = self.unit.facts
+        method = call.func.attr.value
+        own_class = self.unit.unit.class_name
+        if receiver is not None and receiver.startswith("self.") and own_class is not None and all(
+                u.class_name == own_class for u in facts.functions.get(method, [])):
+            return False  # only this class's own method zeroes: `self._optimizer` is another object
         return (receiver is not None and receiver not in facts.bindings
                 and receiver.removeprefix("self.") not in facts.bindings
-                and call.func.attr.value in facts.zeroing_functions)
+                and method in facts.zeroing_functions)
 
     def _assignment(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
         line = self.unit.span(node).line

@@ -207,6 +207,7 @@ class TrainingLoop:
     skips_sync: bool = False  # a no_sync()/no_backward_sync()/accumulate() context inside the loop
     callees: frozenset[str] = frozenset()  # last names of every call inside the loop without a role of its own
     cadence_names: frozenset[str] = frozenset()  # drive an update-counted cadence (model/cadence.py)
+    update_only: bool = False  # a function that updates but runs no backward (model/update_scope.py)
 
     @property
     def span(self) -> Span:

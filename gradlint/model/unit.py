@@ -232,6 +232,8 @@ class UnitLibrary:
         fits = [u for u in self._by_name.get(name, []) if (u.class_name is not None) == method]
         if method:
             fits = [u for u in fits if u.class_name == caller.unit.class_name]
+        else:  # a function defined in the caller is the one its name calls there (a local `closure`)
+            fits = _defined_in(caller.unit, fits) or fits
         if len(fits) != 1:
             return self._reach(call, caller)
         try:
@@ -277,3 +279,9 @@ class UnitLibrary:
         except (cst.ParserSyntaxError, RecursionError):
             return None
 
+
+
+def _defined_in(caller: Unit, units: list[Unit]) -> list[Unit]:
+    """Those of ``units`` written inside ``caller`` (functions it defines, at any depth)."""
+    return [u for u in units if caller.start_line < u.start_line and u.end_line <= caller.end_line
+            and u.indent > caller.indent]

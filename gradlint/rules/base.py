@@ -52,6 +52,9 @@ class Rule:
     """A rule reads the loop model and yields findings; it never walks syntax itself."""
 
     info: ClassVar[RuleInfo]
+    reads_update_scopes: ClassVar[bool] = False
+    """Whether the rule also reads update scopes, functions that update but run no backward
+    (:mod:`gradlint.model.update_scope`)."""
     VALID: ClassVar[tuple[str, ...]] = ()
     INVALID: ClassVar[tuple[Invalid, ...]] = ()
 

@@ -16,6 +16,7 @@ from gradlint.rules.readers import call_text, last_backwards, quoted, scaler_uns
 
 class ClipAfterStep(Rule):
     info = CATALOGUE["GL301"]
+    reads_update_scopes = True  # a clip after the step needs no backward in the same function
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for clip in loop.of(Role.CLIP):

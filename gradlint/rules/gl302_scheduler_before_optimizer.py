@@ -8,18 +8,19 @@ from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.rules.base import Change, Finding, Invalid, Rule
-from gradlint.rules.readers import OWN_STEP, call_text, quoted, scheduled_optimizer, sole_step, update_steps
+from gradlint.rules.readers import OWN_STEP, call_text, quoted, scheduled_optimizer, sole_step
 
 
 class SchedulerBeforeOptimizer(Rule):
     info = CATALOGUE["GL302"]
+    reads_update_scopes = True  # the order of the scheduler and the step needs no backward
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         for sched in loop.of(Role.SCHEDULER_STEP):
             if sched.metric or sched.receiver in sched.unit.facts.unclassified:
                 continue  # a project scheduler class of its own may set the coming update's rate in step()
             optimizer = scheduled_optimizer(loop, sched)  # its own optimizer's steps only, when known
-            steps = [s for s in update_steps(loop) if optimizer is None or s.target == optimizer]
+            steps = [s for s in _steps(loop) if optimizer is None or s.target == optimizer]
             if _follows_a_step(loop, sched, steps):
                 continue
             later = [s for s in steps if s.place is sched.place and loop.flows(sched, s)]
@@ -71,6 +72,12 @@ def train(model, loader, optimizer, scheduler):
         optimizer.zero_grad()
 """),
     )
+
+
+def _steps(loop: TrainingLoop) -> list[Event]:
+    """The optimizer steps the loop's own code owns, a closure's too (``opt.step(closure)``
+    applies the update like any step: a scheduler before it skips the first rate as well)."""
+    return [e for e in loop.of(Role.STEP) if not e.engine_owned]
 
 
 def _follows_a_step(loop: TrainingLoop, sched: Event, steps: list[Event]) -> bool:

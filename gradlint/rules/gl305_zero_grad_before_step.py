@@ -8,6 +8,7 @@ from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.model.held_optimizer import held_optimizer
+from gradlint.model.update_scope import refills_between
 from gradlint.names import Kind
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 from gradlint.rules.readers import backward_before, call_text, on_engine_path, quoted, sole_step, update_steps
@@ -15,17 +16,22 @@ from gradlint.rules.readers import backward_before, call_text, on_engine_path, q
 
 class ZeroGradBeforeStep(Rule):
     info = CATALOGUE["GL305"]
+    reads_update_scopes = True  # in a function that only updates: a zeroing with nothing refilling before the step
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         steps = [s for s in update_steps(loop) if not on_engine_path(loop, s)]
         targets = {held_optimizer(s) for s in steps}
         for step in steps:
             backward = backward_before(loop, step)
-            if backward is None:
+            if backward is None and not loop.update_only:
                 continue
             for zero in loop.of(Role.ZERO_GRAD):
-                if zero.place is not step.place or not (loop.flows(backward, zero) and loop.flows(zero, step)):
+                if zero.place is not step.place or not loop.flows(zero, step):
                     continue
+                if backward is not None and not loop.flows(backward, zero):
+                    continue
+                if backward is None and refills_between(loop, zero, step):
+                    continue  # the caller backpropagated; a call in between may do it again (a closure)
                 held = held_optimizer(step)
                 if zero.kind is Kind.OPTIMIZER and held_optimizer(zero) != held and held is not None:
                     continue  # another optimizer's gradients (GANs, actor-critic)
