@@ -37,9 +37,15 @@ _RESCALING_WORDS = (*_SCALING_WORDS, "scale", "inv", "factor", "num", "step", "s
 _WEIGHT_WORDS = ("weight", "coef", "lambda", "lam", "alpha", "beta", "gamma", "mult", "ratio")
 _LABELS = re.compile(r"\blabels\b")  # a `labels` argument or item, not `num_labels`
 _MAX_DEPTH = 8
+_LOSS_SCALES = frozenset({"loss_scale", "cur_scale"})
+_RUNNER_HOOKS = frozenset({"after_train_iter"})
 _BINDINGS: WeakKeyDictionary[UnitModel, dict[str, list[tuple[int, cst.CSTNode]]]] = WeakKeyDictionary()
 _PLAIN: WeakKeyDictionary[UnitModel, dict[str, list[tuple[int, cst.CSTNode]]]] = WeakKeyDictionary()
 _RETURNS: WeakKeyDictionary[UnitModel, list[tuple[int, cst.BaseExpression]]] = WeakKeyDictionary()
+_RETURNED: WeakKeyDictionary[UnitModel, list[tuple[int, cst.BaseExpression | None]]] = WeakKeyDictionary()
+_POSITIONS: WeakKeyDictionary[UnitModel, dict[tuple[str, int], tuple[int, int]]] = WeakKeyDictionary()
+Position = tuple[int, int]
+"""Where a name sits in the tuple it is unpacked from: its index, and the tuple's length."""
 
 
 class Scaling(str, Enum):
@@ -137,6 +143,8 @@ class _Tracer:
         if isinstance(expr, cst.Subscript):
             item = keyed(expr)
             self.model_output |= item is not None and item.endswith('["loss"]')
+            if item is not None and runner_loss(self.unit, item):
+                return Scaling.UNSCALED
             if item is not None and item in bindings(self.unit):
                 return self._name(item, line, depth)
             return self.trace(expr.value, line, depth + 1)
@@ -161,19 +169,19 @@ class _Tracer:
             if not left_first and _down_scale(factor) is None and self._weight(loss) and not self._weight(factor):
                 factor, loss = loss, factor  # `weight * loss`
             verdict = self.trace(loss, line, depth + 1)
-            if _down_scale(factor) is None and self._weight(factor):
-                return verdict  # a loss weight neither divides nor undoes a division
+            if _down_scale(factor) is None and (self._weight(factor) or _loss_scale(factor)):
+                return verdict  # a loss weight (or fp16 loss scale) neither divides nor undoes a division
             return self._multiplied(factor)
         if isinstance(op, (cst.Add, cst.Subtract)):
             return _combine([self.trace(expr.left, line, depth + 1), self.trace(expr.right, line, depth + 1)])
         return Scaling.UNKNOWN
 
     def _weight(self, factor: cst.BaseExpression) -> bool:
-        """A loss weight: a number of at least 1, or a name that reads as a weight
+        """A loss weight: a number of at least 1 (or 0), or a name that reads as a weight
         (``args.loss_multiplier``, ``self.lambda_kd``, ``w``) and is never assigned a quotient
         or anything named like a count, a scale or the accumulation factor in this unit."""
-        if isinstance(factor, (cst.Integer, cst.Float)):
-            return factor.evaluated_value >= 1
+        if isinstance(factor, (cst.Integer, cst.Float)):  # 0 drops the micro-batch (`if loss < 0: loss *= 0`)
+            return factor.evaluated_value >= 1 or factor.evaluated_value == 0
         name = dotted(factor)
         if name is None:
             return False
@@ -223,6 +231,8 @@ class _Tracer:
                     verdicts.append(self._multiplied(value.value))
                 else:
                     verdicts.append(self.trace(value.value, at - 1, depth + 1))
+            elif isinstance(value, cst.Call) and (name, at) in positions(self.unit):
+                verdicts.append(self._call(value, at - 1, depth + 1, positions(self.unit)[(name, at)]))
             elif isinstance(value, cst.BaseExpression):
                 verdicts.append(self.trace(value, at - 1, depth + 1))
         return _combine(verdicts) if verdicts else Scaling.UNKNOWN
@@ -248,7 +258,9 @@ class _Tracer:
         # built whole (a re-forward over the window's cached features): only a division counts
         return verdict if verdict is Scaling.SCALED else Scaling.UNKNOWN
 
-    def _call(self, call: cst.Call, line: int, depth: int) -> Scaling:
+    def _call(self, call: cst.Call, line: int, depth: int, position: Position | None = None) -> Scaling:
+        """A call's value; ``position``: the element of the tuple it returns that the loss is
+        unpacked from (``loss, probs = self.compute_loss(out)``)."""
         func = call.func
         callee = dotted(func) or ""
         last = func.attr.value if isinstance(func, cst.Attribute) else callee.rsplit(".", 1)[-1]
@@ -270,16 +282,17 @@ class _Tracer:
         local = callee.rsplit(".", 1)[-1]
         if local in self.unit.facts.functions and (callee == local or callee.startswith("self.")):
             helper = _sibling(self.unit, local) if callee == f"self.{local}" else None
-            return self._returned(helper, depth) if helper is not None else Scaling.UNKNOWN
+            return self._returned(helper, depth, position) if helper is not None else Scaling.UNKNOWN
         return Scaling.UNSCALED
 
-    def _returned(self, helper: UnitModel, depth: int) -> Scaling:
+    def _returned(self, helper: UnitModel, depth: int, position: Position | None = None) -> Scaling:
         """What a method of the same class returns (``loss = self.compute_loss(batch)``), traced
         in that method: each ``return`` value (a tuple's elements, a ``loss=`` keyword of a
         returned constructor call); a method with a bare return, or none, says nothing. The
         method's divisions count; the calls it takes its loss from are no evidence of a token
-        mean for the loop (GL203 reads the method's own token count instead)."""
-        returns = returned_values(helper)
+        mean for the loop (GL203 reads the method's own token count instead). With ``position``,
+        only that element of each returned tuple, when every ``return`` writes one out."""
+        returns = (returned_element(helper, position) if position is not None else None) or returned_values(helper)
         if not returns or any(self.unit is u for u in self._within):
             return Scaling.UNKNOWN
         unit, callers, origins, model_output = self.unit, self.callers, self.origins, self.model_output
@@ -334,13 +347,31 @@ def returned_values(unit: UnitModel) -> list[tuple[int, cst.BaseExpression]]:
         finder = _Returns(unit)
         unit.root.visit(finder)
         _RETURNS[unit] = [] if finder.bare or finder.yields else finder.found
+        _RETURNED[unit] = [] if finder.bare or finder.yields else finder.written
     return _RETURNS[unit]
+
+
+def returned_element(unit: UnitModel, position: Position) -> list[tuple[int, cst.BaseExpression]] | None:
+    """The element at ``position`` of each tuple ``unit`` returns, with its line; None unless
+    every ``return`` writes out a tuple of that length (no starred or nested tuple there)."""
+    returned_values(unit)
+    index, count = position
+    found = []
+    for line, value in _RETURNED[unit]:
+        if not isinstance(value, (cst.Tuple, cst.List)) or len(value.elements) != count:
+            return None
+        element = value.elements[index]
+        if isinstance(element, cst.StarredElement) or isinstance(element.value, (cst.Tuple, cst.List)):
+            return None
+        found.append((line, element.value))
+    return found or None
 
 
 class _Returns(cst.CSTVisitor):
     def __init__(self, unit: UnitModel) -> None:
         self.unit = unit
         self.found: list[tuple[int, cst.BaseExpression]] = []
+        self.written: list[tuple[int, cst.BaseExpression | None]] = []  # each return's value as written
         self.bare = False
         self.yields = False
 
@@ -350,6 +381,7 @@ class _Returns(cst.CSTVisitor):
         if isinstance(node, cst.Yield):
             self.yields = True
         if isinstance(node, cst.Return):
+            self.written.append((self.unit.span(node).line, node.value))
             self._value(node.value, self.unit.span(node).line)
         return True
 
@@ -422,6 +454,28 @@ def _down_scale(expr: cst.BaseExpression) -> cst.BaseExpression | None:
     return None
 
 
+def _loss_scale(factor: cst.BaseExpression) -> bool:
+    """An fp16 loss scale (``self.loss_scaler.loss_scale``, ``cur_scale``): it multiplies the
+    loss for the half-precision backward and is divided out of the gradients again, so it
+    neither divides by N nor undoes a division."""
+    name = dotted(factor)
+    return name is not None and name.rsplit(".", 1)[-1] in _LOSS_SCALES
+
+
+def runner_loss(unit: UnitModel, item: str) -> bool:
+    """``runner.outputs["loss"]`` in an mmcv runner hook's ``after_train_iter(self, runner)``:
+    the runner stores there the loss its model's ``train_step`` returned for this iteration
+    (one micro-batch's, as the model reduced it), so it arrives unscaled."""
+    root = unit.root
+    if not isinstance(root, cst.FunctionDef) or root.name.value not in _RUNNER_HOOKS or unit.unit.class_name is None:
+        return False
+    params = root.params.params
+    if len(params) < 2:
+        return False
+    runner = params[1].name.value
+    return item == f'{runner}.outputs["loss"]' and runner not in unit.assignments
+
+
 def _mentions_scaling(call: cst.Call) -> bool:
     """An argument named like the accumulation factor: the callee is told about N."""
     for arg in call.args:
@@ -442,8 +496,15 @@ def bindings(unit: UnitModel) -> dict[str, list[tuple[int, cst.CSTNode]]]:
         root = unit.root
         for _, node in preorder(root).pruned(lambda node: isinstance(node, _NEW_SCOPES) and node is not root):
             finder.read(node)
-        _BINDINGS[unit] = finder.found
+        _BINDINGS[unit], _POSITIONS[unit] = finder.found, finder.positions
     return _BINDINGS[unit]
+
+
+def positions(unit: UnitModel) -> dict[tuple[str, int], Position]:
+    """For each ``(name, line)`` of :func:`bindings` unpacked from a call's value
+    (``loss, probs = self.compute_loss(out)``), where the name sits in the returned tuple."""
+    bindings(unit)
+    return _POSITIONS[unit]
 
 
 def keyed(expr: cst.Subscript) -> str | None:
@@ -464,6 +525,7 @@ class _Bindings:
     def __init__(self, unit: UnitModel) -> None:
         self.unit = unit
         self.found: dict[str, list[tuple[int, cst.CSTNode]]] = {}
+        self.positions: dict[tuple[str, int], Position] = {}
 
     def read(self, node: cst.CSTNode) -> None:
         """Record what ``node`` (of the unit's own code, in visiting order) binds."""
@@ -508,27 +570,33 @@ class _Bindings:
             name = dotted(inner)
             if name is not None:
                 self.found.setdefault(name, []).append((line, part))
+                if written is None and isinstance(value, cst.Call):
+                    self.positions[(name, line)] = (at, len(target.elements))
 
 
 @per_node
 def scales_gradients(node: cst.CSTNode) -> bool:
     """Whether ``node`` scales the accumulated gradients instead of the loss: ``p.grad /= N``,
     ``p.grad *= 1 / N``, ``p.grad = p.grad / N``, ``p.grad.div_(n)`` (``.data`` too), or a call
-    named for it (``scale_grads(model, 1 / num_tokens)``)."""
+    named for it (``scale_grads(model, 1 / num_tokens)``); dividing out an fp16 loss scale
+    (``p.grad.div_(self.loss_scaler.loss_scale)``) is unscaling, not a 1/N."""
     return any(_scales_grads(inner) for inner in preorder(node).nodes)
 
 
 def _scales_grads(node: cst.CSTNode) -> bool:
     if isinstance(node, cst.AugAssign):
-        return isinstance(node.operator, (cst.DivideAssign, cst.MultiplyAssign)) and _is_grad(node.target)
+        return (isinstance(node.operator, (cst.DivideAssign, cst.MultiplyAssign)) and _is_grad(node.target)
+                and not _loss_scale(node.value))
     if isinstance(node, cst.Assign):
         value = node.value
         return (isinstance(value, cst.BinaryOperation) and isinstance(value.operator, (cst.Divide, cst.Multiply))
-                and any(_is_grad(t.target) for t in node.targets) and (_is_grad(value.left) or _is_grad(value.right)))
+                and any(_is_grad(t.target) for t in node.targets) and (_is_grad(value.left) or _is_grad(value.right))
+                and not _loss_scale(value.left if _is_grad(value.right) else value.right))
     if isinstance(node, cst.Call):
         func = node.func
         if isinstance(func, cst.Attribute):
-            if func.attr.value in (_DIVIDING_CALLS | _MULTIPLYING_CALLS) and _is_grad(func.value):
+            if (func.attr.value in (_DIVIDING_CALLS | _MULTIPLYING_CALLS) and _is_grad(func.value)
+                    and not (len(node.args) == 1 and _loss_scale(node.args[0].value))):
                 return True
             name = func.attr.value
         else:
