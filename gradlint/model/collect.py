@@ -185,7 +185,7 @@ class _Walker(cst.CSTVisitor):
         self.items.append(SummaryItem(Item.EVENT, node, tuple(self._stack), record, statement))
 
     def _call(self, call: cst.Call) -> None:
-        found = classify(call, self.unit.facts)
+        found = tuple(_optional_closure(r, call, self.unit) for r in classify(call, self.unit.facts))
         ancestors = tuple(self._stack)
         if found:
             for record in found:
@@ -242,6 +242,19 @@ class _Walker(cst.CSTVisitor):
         if isinstance(loop, cst.For) and dotted(loop.target) == dotted(target.value):
             return loop
         return None
+
+
+def _optional_closure(record: RoleRecord, call: cst.Call, unit: UnitModel) -> RoleRecord:
+    """A step handed a name the unit also assigns ``None`` (``closure = None``, then ``closure =
+    make_closure()`` only for SAM) is a plain step on the path where it is None, after the
+    loop's own backward: not read as a closure step."""
+    if record.role is not Role.STEP or not record.closure:
+        return record
+    names = [dotted(a.value) for a in call.args if a.keyword is None or a.keyword.value == "closure"]
+    if len(names) == 1 and names[0] is not None and any(
+            isinstance(value, cst.Name) and value.value == "None" for _, value in unit.assignments.get(names[0], [])):
+        return dataclasses.replace(record, closure=False)
+    return record
 
 
 def _backward_method_call(call: cst.Call, found: tuple[RoleRecord, ...]) -> bool:

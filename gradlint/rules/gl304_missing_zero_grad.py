@@ -96,9 +96,9 @@ def _zeroed(loop: TrainingLoop, step: Event, steps: list[Event]) -> bool:
 
 def _rebuilt(loop: TrainingLoop, name: str) -> bool:
     """The loop assigns ``name`` a new object (``opt = torch.optim.SGD([x])``), not another
-    name for one it has (``optimizer = self.optimizer``)."""
+    name for one it has (``optimizer = self.optimizer``, ``opt = optimizers["d"]``)."""
     span = loop.span
-    return any(span.line <= line <= span.end_line and not isinstance(value, (cst.Name, cst.Attribute))
+    return any(span.line <= line <= span.end_line and not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript))
                for line, value in loop.unit.assignments.get(name, []))
 
 
