@@ -203,14 +203,18 @@ class _Walker(cst.CSTVisitor):
     def _wrapper_method(self, call: cst.Call) -> bool:
         """Whether a role call may be a project wrapper's method that zeroes: its receiver has a
         kind from its name alone (``self.optim``, no binding) and a function of the module by
-        the method's name zeroes (``AmpOptimizer.step`` calling ``zero_grad``)."""
+        the method's name zeroes (``AmpOptimizer.step`` calling ``zero_grad``) and can take the
+        call's arguments (not ``def step(self, trainer, batch)`` for ``self.optimizer.step()``)."""
         if not isinstance(call.func, cst.Attribute):
             return False
         receiver = dotted(call.func.value)
         facts = self.unit.facts
+        name = call.func.attr.value
+        given = sum(not a.star for a in call.args)
         return (receiver is not None and receiver not in facts.bindings
                 and receiver.removeprefix("self.") not in facts.bindings
-                and call.func.attr.value in facts.zeroing_functions)
+                and name in facts.zeroing_functions and (any(a.star for a in call.args)
+                                                         or given >= facts.zeroing_arity.get(name, 0)))
 
     def _assignment(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
         line = self.unit.span(node).line

@@ -131,10 +131,11 @@ def _on_failure_only(zero: Event, step: Event) -> bool:
     """``zero`` is in an ``except`` handler that ``step`` is not in, or in a branch of an ``if``
     that leaves without the step (``if not isfinite(norm): opt.zero_grad(); return``): it
     runs only when the update is skipped."""
-    for node in zero.ancestors:
+    for parent, node in zip(zero.ancestors, zero.ancestors[1:], strict=False):
         if isinstance(node, cst.ExceptHandler) and not step.inside(node):
             return True
-        if isinstance(node, cst.IndentedBlock) and not step.inside(node) and _leaves(node):
+        if isinstance(parent, (cst.If, cst.Else)) and isinstance(node, cst.IndentedBlock) and (
+                not step.inside(node) and _leaves(node)):
             return True
     return False
 
