@@ -281,11 +281,21 @@ def _clip_in_another_arm(src: _Source, clip: ast.stmt, unscale: ast.stmt) -> boo
 
 def _zero_grad_before_step(src: _Source, a: Anchors) -> int:
     zero = src.statement(a.get("zero_grad"), "zero_grad")
+    _apart_from_backward(zero, a)
     step = src.statement(a.get("step"), "step")
     if _next_statement(src, zero) is step:
         raise NotApplicable("zero_grad is already just before the step")
     src.move(zero, step, after=False)
     return zero.lineno
+
+
+def _apart_from_backward(zero: ast.stmt, a: Anchors) -> None:
+    """Raise NotApplicable when the zero_grad statement also holds the backward anchor (a
+    helper that zeroes on the window's first call and backpropagates, ``self.accumulate_grad()``):
+    deleting or moving it takes the backward with it, not one zeroing defect."""
+    line = a.get("backward")
+    if line is not None and zero.lineno <= line <= (zero.end_lineno or zero.lineno):
+        raise NotApplicable("the zero_grad statement also holds the backward anchor")
 
 
 def _next_statement(src: _Source, stmt: ast.stmt) -> ast.stmt | None:
@@ -308,6 +318,7 @@ def _drop_zero_grad(src: _Source, a: Anchors) -> int:
         raise NotApplicable("no backward in the loop: a step-only boundary function (GL304 is a loop running both)")
     step = src.statement(a.get("step"), "step")
     zero = src.statement(a.get("zero_grad"), "zero_grad")
+    _apart_from_backward(zero, a)
     parent = src.parents.get(zero)
     while isinstance(parent, ast.If) and _only_zeroing(parent):
         zero, parent = parent, src.parents.get(parent)

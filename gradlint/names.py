@@ -39,7 +39,7 @@ _OPTIMIZER_CLASSES = frozenset(
 )
 _OPTIMIZER_FACTORIES = ("create_optimizer", "build_optimizer", "get_optimizer", "make_optimizer")
 
-_OPT_NAME = re.compile(r"optimi[sz]er|^optim$|^opt$|^opt_|_opt$|^opt[A-Z0-9]|^optim_|_optim$|^optims?$", re.I)
+_OPT_NAME = re.compile(r"optimi[sz]er|^optim$|^opt$|^opt_|_opt$|^opt[A-Z0-9]|^optim_|_optim$|^optims?$|_optim_wrapper$", re.I)
 _SCHED_NAME = re.compile(r"sched", re.I)
 _WRAPPER_NAME = re.compile(r"^optimi[sz]er_?sched[a-z]*r$", re.I)
 """An optimizer-and-schedule wrapper (``self.optimizer_scheduler``), named like the constructor

@@ -77,6 +77,8 @@ class ModuleFacts:
     their prepared schedulers step on every call, also inside ``accumulate()``."""
     functions: dict[str, list[Unit]] = field(default_factory=dict)
     zeroing_functions: set[str] = field(default_factory=set)
+    zeroing_arity: dict[str, int] = field(default_factory=dict)
+    """The fewest positional arguments a zeroing function of that name needs (``self`` aside)."""
     called_by_zeroing: set[str] = field(default_factory=set)
     """Names (``f(...)``, ``self.f(...)``) called by a function or top-level statement of the module
     that zeroes gradients itself: such a caller may zero for what it calls."""
@@ -295,6 +297,14 @@ class _Collector(ast.NodeVisitor):
         if self._function:
             self.facts.zeroing_functions.add(self._function[-1])
 
+    def _arity(self, node: ast.FunctionDef | ast.AsyncFunctionDef, *, in_class: bool) -> None:
+        """Record how many positional arguments the zeroing function ``node`` needs."""
+        args = node.args
+        positional = [*args.posonlyargs, *args.args]
+        needed = len(positional) - len(args.defaults) - (1 if in_class and positional else 0)
+        known = self.facts.zeroing_arity.get(node.name)
+        self.facts.zeroing_arity[node.name] = max(0, needed) if known is None else min(known, max(0, needed))
+
     def _left_scope(self, calls: set[str], zeroes: bool) -> None:
         if zeroes:
             self.facts.called_by_zeroing |= calls
@@ -320,7 +330,10 @@ class _Collector(ast.NodeVisitor):
         self._function.pop()
         self._class = outer_class
         calls = self._calls.pop()
-        self._left_scope(calls, self._zeroing.pop())
+        zeroes = self._zeroing.pop()
+        if zeroes:
+            self._arity(node, in_class=bool(outer_class))
+        self._left_scope(calls, zeroes)
         if self._stack.pop()[0]:
             self.units.append(unit)
         else:

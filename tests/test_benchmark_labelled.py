@@ -592,3 +592,14 @@ def test_zero_grad_into_micro_batch_needs_a_zeroing_apart_from_the_step() -> Non
     kind = next(k for k in KINDS if k.name == "zero-grad-into-micro-batch")
     with pytest.raises(NotApplicable, match="the zero_grad statement also holds the step anchor"):
         mutate(text, kind, {"backward": 3, "gate": 4, "step": 5, "zero_grad": 5}, True, (2, 5))
+
+
+@pytest.mark.parametrize("name", ["drop-zero-grad", "zero-grad-before-step"])
+def test_zeroing_moves_need_a_zeroing_apart_from_the_backward(name: str) -> None:
+    """``self.accumulate_grad()`` zeroes on the window's first call and backpropagates: deleting
+    or moving it drops or moves the backward too (not one zeroing defect)."""
+    text = ("def observe(self, done):\n    if done:\n        self.accumulate_grad()\n"
+            "        if self.n_backward == self.batchsize:\n            self.optimizer.step()\n")
+    kind = next(k for k in KINDS if k.name == name)
+    with pytest.raises(NotApplicable, match="the zero_grad statement also holds the backward anchor"):
+        mutate(text, kind, {"backward": 3, "zero_grad": 3, "gate": 4, "step": 5}, False, (1, 5))

@@ -19,7 +19,7 @@ from gradlint.model.gate_search import (
     zero_based,
 )
 from gradlint.model.gate_tests import is_final_condition, read_gate
-from gradlint.model.scopes import find_scopes
+from gradlint.model.scopes import find_scopes, residual_update
 from gradlint.model.sync_guards import guards_iterations, is_sync_guard
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
@@ -38,8 +38,12 @@ def build_loops(unit: UnitModel, resolve: Resolver | None = None) -> list[Traini
         event.order = order
         event.span = event.unit.span(event.node)
     loops = []
-    for root, micro in find_scopes(unit, collector, events):
+    scopes = find_scopes(unit, collector, events)
+    for root, micro in scopes:
         loops.append(_place(unit, collector, root, micro, [e for e in events if e.inside(root)]))
+    outside = residual_update(unit, scopes, events)
+    if outside:
+        loops.append(_place(unit, collector, unit.root, [], outside))
     return loops or update_scopes(unit, collector, events)
 
 

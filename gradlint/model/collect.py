@@ -193,7 +193,7 @@ class _Walker:
         self.items.append(SummaryItem(Item.EVENT, node, self._stack(), record, statement))
 
     def _call(self, call: cst.Call) -> None:
-        found = classify(call, self.unit.facts)
+        found = tuple(_optional_closure(r, call, self.unit) for r in classify(call, self.unit.facts))
         ancestors = self._stack()
         if found:
             for record in found:
@@ -211,7 +211,8 @@ class _Walker:
     def _wrapper_method(self, call: cst.Call) -> bool:
         """Whether a role call may be a project wrapper's method that zeroes: its receiver has a
         kind from its name alone (``self.optim``, no binding) and a function of the module by
-        the method's name zeroes (``AmpOptimizer.step`` calling ``zero_grad``)."""
+        the method's name zeroes (``AmpOptimizer.step`` calling ``zero_grad``) and can take the
+        call's arguments (not ``def step(self, trainer, batch)`` for ``self.optimizer.step()``)."""
         if not isinstance(call.func, cst.Attribute):
             return False
         receiver = dotted(call.func.value)
@@ -221,9 +222,11 @@ class _Walker:
         if receiver is not None and receiver.startswith("self.") and own_class is not None and all(
                 u.class_name == own_class for u in facts.functions.get(method, [])):
             return False  # only this class's own method zeroes: `self._optimizer` is another object
+        given = sum(not a.star for a in call.args)
         return (receiver is not None and receiver not in facts.bindings
                 and receiver.removeprefix("self.") not in facts.bindings
-                and method in facts.zeroing_functions)
+                and method in facts.zeroing_functions and (any(a.star for a in call.args)
+                                                           or given >= facts.zeroing_arity.get(method, 0)))
 
     def _assignment(self, node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> None:
         line = self.unit.span(node).line
@@ -255,6 +258,19 @@ class _Walker:
         if isinstance(loop, cst.For) and dotted(loop.target) == dotted(target.value):
             return loop
         return None
+
+
+def _optional_closure(record: RoleRecord, call: cst.Call, unit: UnitModel) -> RoleRecord:
+    """A step handed a name the unit also assigns ``None`` (``closure = None``, then ``closure =
+    make_closure()`` only for SAM) is a plain step on the path where it is None, after the
+    loop's own backward: not read as a closure step."""
+    if record.role is not Role.STEP or not record.closure:
+        return record
+    names = [dotted(a.value) for a in call.args if a.keyword is None or a.keyword.value == "closure"]
+    if len(names) == 1 and names[0] is not None and any(
+            isinstance(value, cst.Name) and value.value == "None" for _, value in unit.assignments.get(names[0], [])):
+        return dataclasses.replace(record, closure=False)
+    return record
 
 
 def _backward_method_call(call: cst.Call, found: tuple[RoleRecord, ...]) -> bool:

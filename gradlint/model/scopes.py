@@ -47,6 +47,18 @@ def find_scopes(unit: UnitModel, collector: Collector, events: list[Event]) -> l
     return scopes
 
 
+def residual_update(unit: UnitModel, scopes: list[tuple[cst.CSTNode, list]], events: list[Event]) -> list[Event]:
+    """The events of a per-batch function that lie outside its training loops, when they hold
+    an update of their own (a backward and a step: a GAN's generator update after the loop of
+    discriminator steps); empty otherwise. The function is then a scope for these events."""
+    if not scopes or not isinstance(unit.root, cst.FunctionDef):
+        return []
+    outside = [e for e in events if e.inside(unit.root) and not any(e.inside(root) for root, _ in scopes)]
+    if _has(outside, unit.root, Role.BACKWARD) and _has(outside, unit.root, Role.STEP):
+        return outside
+    return []
+
+
 def _repeats_inside_window(loop: cst.CSTNode, parent: cst.CSTNode, events: list[Event]) -> bool:
     """Whether ``loop`` (backward and step on each turn) is a repeat inside the micro-batch body
     of ``parent``: ``parent`` backpropagates outside ``loop`` and steps, outside it and under an

@@ -96,9 +96,9 @@ def _zeroed(loop: TrainingLoop, step: Event, steps: list[Event]) -> bool:
 
 def _rebuilt(loop: TrainingLoop, name: str) -> bool:
     """The loop assigns ``name`` a new object (``opt = torch.optim.SGD([x])``), not another
-    name for one it has (``optimizer = self.optimizer``)."""
+    name for one it has (``optimizer = self.optimizer``, ``opt = optimizers["d"]``)."""
     span = loop.span
-    return any(span.line <= line <= span.end_line and not isinstance(value, (cst.Name, cst.Attribute))
+    return any(span.line <= line <= span.end_line and not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript))
                for line, value in loop.unit.assignments.get(name, []))
 
 
@@ -131,10 +131,11 @@ def _on_failure_only(zero: Event, step: Event) -> bool:
     """``zero`` is in an ``except`` handler that ``step`` is not in, or in a branch of an ``if``
     that leaves without the step (``if not isfinite(norm): opt.zero_grad(); return``): it
     runs only when the update is skipped."""
-    for node in zero.ancestors:
+    for parent, node in zip(zero.ancestors, zero.ancestors[1:], strict=False):
         if isinstance(node, cst.ExceptHandler) and not step.inside(node):
             return True
-        if isinstance(node, cst.IndentedBlock) and not step.inside(node) and _leaves(node):
+        if isinstance(parent, (cst.If, cst.Else)) and isinstance(node, cst.IndentedBlock) and (
+                not step.inside(node) and _leaves(node)):
             return True
     return False
 
