@@ -213,9 +213,29 @@ def _into_micro(anchor: str) -> Callable[[_Source, Anchors], int]:
         if anchor == "zero_grad" and _accumulate_block(src, backward) and _optimizer(_receiver(_zeroings(stmt)[0])
                                                                              if _zeroings(stmt) else None):
             src.code = "GL305"  # Accelerate skips it until the boundary, where it runs between backward and step
+        clip = _skipped_step_passes_clip(src, a, stmt, backward) if anchor == "step" else None
         src.move(stmt, backward, after=True)
-        return stmt.lineno
+        return stmt.lineno if clip is None else clip
     return mutate
+
+
+def _skipped_step_passes_clip(src: _Source, a: Anchors, step: ast.stmt, backward: ast.stmt) -> int | None:
+    """For a prepared optimizer's step inside ``accelerator.accumulate()`` (Accelerate skips it
+    until the boundary, wherever it stands): the line of the clip call it now precedes (GL301
+    there, ``src.code`` set). NotApplicable when no clip stands between the backward and the
+    step: moved, the step still runs once per update, after the same work."""
+    if not _accumulate_block(src, backward) or not any(
+            isinstance(c, ast.Call) and isinstance(c.func, ast.Attribute) and c.func.attr == "step"
+            and _optimizer(ast.unparse(c.func.value)) for c in ast.walk(step)):
+        return None
+    line = a.get("clip")
+    clip = src.statement(line, "clip") if line is not None and backward.lineno < line < step.lineno else None
+    calls = [c for c in ast.walk(clip) if isinstance(c, ast.Call) and "clip" in ast.unparse(c.func)] if clip else []
+    if not calls:
+        raise NotApplicable("Accelerate holds a prepared optimizer's step inside accumulate() until the boundary: "
+                            "moved after the backward it changes nothing")
+    src.code = "GL301"
+    return min(c.lineno for c in calls)
 
 
 def _accumulate_block(src: _Source, stmt: ast.stmt) -> bool:

@@ -533,6 +533,12 @@ def _arg_kind(facts: ModuleFacts, arg: ast.expr) -> Kind | None:
 
 def _bind_tuple(facts: ModuleFacts, targets: list[ast.expr], value: ast.expr) -> None:
     names = [dotted_name(t) for t in targets]
+    source = dotted_name(value)
+    if source is not None and facts.bindings.get(source) in (Kind.OPTIMIZER, Kind.SCHEDULER):
+        for name in names:  # `sch1, sch2 = schedulers` after `schedulers = self.lr_schedulers()`
+            if name and name != "_":
+                facts.bindings.setdefault(name, facts.bindings[source])
+        return
     if not isinstance(value, ast.Call):
         return
     callee = dotted_name(value.func) or ""
@@ -558,7 +564,7 @@ def _bind_tuple(facts: ModuleFacts, targets: list[ast.expr], value: ast.expr) ->
                 if name and kind_by_name(name) is Kind.OPTIMIZER:
                     facts.bindings.setdefault(name, Kind.OPTIMIZER)
         return
-    if last == "optimizers" and callee.startswith("self."):
+    if last in ("optimizers", "lr_schedulers") and callee.startswith("self."):
         for name in names:
             if name:
-                facts.bindings.setdefault(name, Kind.OPTIMIZER)
+                facts.bindings.setdefault(name, Kind.OPTIMIZER if last == "optimizers" else Kind.SCHEDULER)

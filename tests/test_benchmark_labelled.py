@@ -603,3 +603,30 @@ def test_zeroing_moves_need_a_zeroing_apart_from_the_backward(name: str) -> None
     kind = next(k for k in KINDS if k.name == name)
     with pytest.raises(NotApplicable, match="the zero_grad statement also holds the backward anchor"):
         mutate(text, kind, {"backward": 3, "zero_grad": 3, "gate": 4, "step": 5}, False, (1, 5))
+
+
+ACCUMULATE_CLIP = """\
+def train(accelerator, model, loader, optimizer):
+    for batch in loader:
+        with accelerator.accumulate(model):
+            accelerator.backward(model(batch))
+            if accelerator.sync_gradients:
+                accelerator.clip_grad_norm_(model.parameters(), 1.0)
+            optimizer.step()
+            optimizer.zero_grad()
+"""
+
+
+def test_step_into_micro_batch_under_accumulate_is_a_step_before_the_clip() -> None:
+    """Accelerate skips a prepared optimizer's step until the boundary wherever it stands: moved
+    next to the backward, it runs at the boundary before the clip (GL301 on the clip call), and
+    with no clip in between it changes nothing. A GradScaler's step is not held back."""
+    kind = next(k for k in KINDS if k.name == "step-into-micro-batch")
+    anchors = {"backward": 4, "clip": 5, "step": 7, "zero_grad": 8}
+    mutant = mutate(ACCUMULATE_CLIP, kind, anchors, True, (2, 8))
+    assert (mutant.code, mutant.expected_line) == ("GL301", 7)
+    assert mutant.text.splitlines()[4] == "            optimizer.step()"
+    with pytest.raises(NotApplicable, match="changes nothing"):
+        mutate(ACCUMULATE, kind, {"backward": 5, "zero_grad": 4, "step": 6}, True, (2, 6))
+    scaled = ACCUMULATE_CLIP.replace("optimizer.step()", "scaler.step(optimizer)")
+    assert mutate(scaled, kind, anchors, True, (2, 8)).code == "GL102"

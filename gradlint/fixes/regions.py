@@ -17,6 +17,7 @@ import libcst as cst
 
 from gradlint.fixes.layout import Layout
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
+from gradlint.model.loss import scales_gradients
 
 RANK = {
     Role.UNSCALE: 0,
@@ -98,7 +99,8 @@ def canonical_spot(
 ) -> Spot:
     """Where work of ``role`` goes in ``region``: after the last update work that comes
     earlier in the canonical order, else before the first that comes later, else at the
-    region's start."""
+    region's start. A statement scaling the accumulated gradients (``p.grad /= n``) is update
+    work before the clip."""
     skip = {id(e) for e in moved}
     rank = RANK[role]
     lower: list[int] = []
@@ -114,6 +116,8 @@ def canonical_spot(
         elif RANK[event.role] > rank:
             higher.append(index)
     body = region.block.body
+    if rank > RANK[Role.UNSCALE]:  # a scaling of the accumulated gradients comes before clip and step
+        lower += [i for i in range(region.start, len(body)) if scales_gradients(body[i])]
     if lower:
         return after(layout, body[max(lower)], region.block)
     if higher:

@@ -9,8 +9,10 @@ import libcst as cst
 
 from gradlint.model.collect import LOOPS, Collector
 from gradlint.model.events import Event, Role
+from gradlint.model.loss import scales_gradients
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
+from gradlint.names import Kind
 
 _MICRO_HEADER = re.compile(r"micro|accum|grad_acc|n_acc|acc_steps", re.I)
 _CHUNKING = frozenset({"chunk", "split", "tensor_split"})
@@ -34,7 +36,8 @@ def find_scopes(unit: UnitModel, collector: Collector, events: list[Event]) -> l
         parent = _parent_loop(loop, loops, events)
         if parent is not None and _repeats_inside_window(loop, parent, events):
             root, micro = parent, [m for m in _micro_loops(parent, loops, events) if m is not loop]
-        elif _is_micro_header(unit, loop) and (parent is not None or isinstance(unit.root, cst.FunctionDef)):
+        elif (parent is not None or isinstance(unit.root, cst.FunctionDef)) and (
+                _is_micro_header(unit, loop) or _window_opened_around(loop, parent or unit.root, events)):
             root, micro = (parent if parent is not None else unit.root), [loop]
         else:
             root, micro = loop, _micro_loops(loop, loops, events)
@@ -70,6 +73,39 @@ def _repeats_inside_window(loop: cst.CSTNode, parent: cst.CSTNode, events: list[
     inner = {e.target or e.receiver for e in events if e.role is Role.STEP and e.inside(loop) and not e.closure}
     inner.discard(None)
     return any(e.role is Role.STEP and (e.target or e.receiver) in inner and _under_if(e, parent) for e in outer)
+
+
+def _window_opened_around(loop: cst.CSTNode, scope: cst.CSTNode, events: list[Event]) -> bool:
+    """Whether ``loop`` (backward and step on each turn) runs inside a window that ``scope`` (its
+    enclosing loop, or the function) opens and closes: ``loop`` never zeroes gradients, ``scope``
+    zeroes those ``loop`` steps outside it (not in a loop of its own), and finishes an update
+    outside it too (a clip, an unscale, a scaler update, a scheduler step, or a scaling of the
+    accumulated gradients after ``loop``). ``loop``'s turns are the window's micro-batches
+    (``opt.zero_grad()``, ``for task in tasks: loss.backward()``, ``p.grad /= n``); a step inside
+    ``loop`` runs on every micro-batch. A zeroing before a plain loop with no such close is a
+    loop that never zeroes (GL304), not a window."""
+    inner = [e for e in events if e.inside(loop) and not e.closure]
+    if any(e.role is Role.ZERO_GRAD for e in inner):
+        return False
+    stepped = {e.target for e in inner if e.role is Role.STEP}
+    outer = [e for e in events if e.inside(scope) and not e.inside(loop) and not e.closure]
+    opens = any(e.role is Role.ZERO_GRAD and (e.kind is not Kind.OPTIMIZER or e.receiver in stepped)
+                and not any(isinstance(a, (*LOOPS, cst.ExceptHandler)) for a in e.ancestors[_index(e, scope) + 1:])
+                for e in outer)
+    return opens and (any(e.role in _CLOSING for e in outer) or _scales_after(loop, scope, inner))
+
+
+_CLOSING = frozenset({Role.CLIP, Role.UNSCALE, Role.SCALER_UPDATE, Role.SCHEDULER_STEP})
+
+
+def _scales_after(loop: cst.CSTNode, scope: cst.CSTNode, inner: list[Event]) -> bool:
+    """Whether a statement of ``scope``'s own block after the one holding ``loop`` (and the
+    events ``inner`` of it) scales the accumulated gradients (``for p in ps: p.grad.mul_(1 / n)``)."""
+    body = getattr(scope, "body", None)
+    statements = list(getattr(body, "body", ()))
+    chain = inner[0].ancestors if inner else ()
+    holder = next((i for i, stmt in enumerate(statements) if any(a is stmt for a in chain)), None)
+    return holder is not None and any(scales_gradients(stmt) for stmt in statements[holder + 1:])
 
 
 def _under_if(event: Event, root: cst.CSTNode) -> bool:

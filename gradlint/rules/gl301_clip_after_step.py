@@ -9,7 +9,7 @@ import libcst as cst
 
 from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
-from gradlint.model.events import Event, Role, TrainingLoop
+from gradlint.model.events import Event, Place, Role, TrainingLoop
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 from gradlint.rules.readers import call_text, last_backwards, quoted, scaler_unscale
 
@@ -19,9 +19,12 @@ class ClipAfterStep(Rule):
     reads_update_scopes = True  # a clip after the step needs no backward in the same function
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        reported: set[int] = set()  # the loop's calls of helpers whose clip was reported
         for clip in loop.of(Role.CLIP):
+            if clip.callers and id(clip.callers[0][0]) in reported:
+                continue  # another clip of the same helper call (`clip_grad_norm_` or `clip_grad_value_`): one finding
             backwards: list[Event | None] = [*last_backwards(loop, clip)] or [None]
-            steps = [s for b in backwards for s in _steps_between(loop, b, clip)]
+            steps = [s for b in backwards for s in _steps_between(loop, b, clip) if not _helper_guard_between(s, clip)]
             if not steps:
                 continue
             horizon = _next_backward_or_end(loop, clip)
@@ -30,6 +33,8 @@ class ClipAfterStep(Rule):
                    and not _conditional_to(e, clip) for e in loop.of(Role.STEP)):
                 continue  # another optimizer steps after the clip, whenever it runs (GANs, several optimizers)
             step = call_text(loop, steps[-1])
+            if clip.callers:
+                reported.add(id(clip.callers[0][0]))
             yield Finding(clip.span, f"{call_text(loop, clip)} runs after {step}; clip before the step",
                           self.fix(_clip_before, loop, clip, steps[-1]),
                           detail=f"The update has already used the unclipped gradient; clip before {step}.")
@@ -68,12 +73,43 @@ def train(model, loader, optimizer, scaler):
 
 def _steps_between(loop: TrainingLoop, after: Event | None, before: Event) -> list[Event]:
     """Non-closure optimizer steps that run after ``after`` (if any) and before ``before``,
-    at the same place."""
+    at the same place (a prepared optimizer's step inside ``accelerator.accumulate()`` runs at
+    the boundary wherever it stands: Accelerate skips it until then)."""
     return [
         e for e in loop.of(Role.STEP)
-        if not e.closure and e.place is before.place and loop.flows(e, before)
+        if not e.closure and _place(loop, e) is before.place and loop.flows(e, before)
         and (after is None or loop.flows(after, e))
     ]
+
+
+def _place(loop: TrainingLoop, step: Event) -> Place:
+    return Place.BOUNDARY if loop.accelerate_skips(step) else step.place
+
+
+def _helper_guard_between(step: Event, clip: Event) -> bool:
+    """Whether, in a followed helper that holds both, an early return (``if not should_step:
+    return``) stands between ``step`` and ``clip``: the helper's own reading makes it its update
+    gate, so the clip runs once per update while the step before it runs on every call (GL102's
+    finding there); the caller, reading the helper as one plain pass, cannot tell that they are
+    not the same update."""
+    if step.unit is not clip.unit or not step.callers:
+        return False
+    for block in clip.ancestors:
+        if not isinstance(block, cst.IndentedBlock) or not step.inside(block):
+            continue
+        for statement in block.body:
+            if clip.statement is statement or clip.inside(statement):
+                break
+            if (isinstance(statement, cst.If) and not step.inside(statement) and _returns(statement.body)
+                    and clip.unit.span(statement).line > step.span.line):
+                return True
+    return False
+
+
+def _returns(block: cst.BaseSuite) -> bool:
+    """Whether ``block`` ends with a ``return``."""
+    last = block.body[-1] if isinstance(block, cst.IndentedBlock) and block.body else None
+    return isinstance(last, cst.SimpleStatementLine) and bool(last.body) and isinstance(last.body[-1], cst.Return)
 
 
 def _conditional_to(step: Event, clip: Event) -> bool:
@@ -96,7 +132,7 @@ def _clip_before(loop: TrainingLoop, clip: Event, step: Event) -> Change | None:
     backward = max((e.order for e in loop.of(Role.BACKWARD) if e.order < step.order), default=-1)
     unscale = scaler_unscale(loop) if clip.framework == "torch" else None
     unscaled = any(backward < e.order < step.order for e in loop.of(Role.UNSCALE))
-    spot = edit.next_to(loop, step, "before", within=clip)
+    spot = edit.next_to(loop, step, "before", within=clip) or edit.next_to(loop, step, "before")
     new_lines = edit.guarded_code(loop, step, spot, unscale) if unscale and not unscaled else []
     if new_lines is None:
         return None

@@ -16,9 +16,12 @@ class SchedulerBeforeOptimizer(Rule):
     reads_update_scopes = True  # the order of the scheduler and the step needs no backward
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
+        reported: set[int] = set()  # the loop's calls of helpers whose scheduler step was reported
         for sched in loop.of(Role.SCHEDULER_STEP):
             if sched.metric or sched.receiver in sched.unit.facts.unclassified:
                 continue  # a project scheduler class of its own may set the coming update's rate in step()
+            if sched.callers and id(sched.callers[0][0]) in reported:
+                continue  # another scheduler of the same helper call (`sch1.step(); sch2.step()`): one finding
             optimizer = scheduled_optimizer(loop, sched)  # its own optimizer's steps only, when known
             steps = [s for s in _steps(loop) if optimizer is None or s.target == optimizer]
             if _follows_a_step(loop, sched, steps):
@@ -29,6 +32,8 @@ class SchedulerBeforeOptimizer(Rule):
             first = {s.target: s for s in reversed(later)}  # one step per optimizer (`if amp:` arms alike)
             named = [call_text(loop, s) for s in sorted(first.values(), key=lambda s: s.order)]
             step = named[0] if len(named) == 1 else None
+            if sched.callers:
+                reported.add(id(sched.callers[0][0]))
             yield Finding(sched.span, f"{call_text(loop, sched)} runs before {' and '.join(named)}; call it after "
                           f"{step or OWN_STEP}", self.fix(_schedule_after_step, loop, sched),
                           detail=f"Stepping the scheduler before {' and '.join(named)} in the same update skips the "
