@@ -42,9 +42,10 @@ from gradlint.reporters.model import shown_path
 from gradlint.reporters.progress import progress_wanted
 from gradlint.runner import DEFAULT_MAX_FILE_SIZE, Mode, Piped, Progress, RunResult, default_jobs, display_path, run
 from gradlint.settings import Settings, SettingsError
+from gradlint.show_settings import describe_settings
 
-# What only some commands and options need (the fixer, the analysis, rich, the rule documents,
-# --show-settings) is imported where it is used: a ``check`` that the cache answers loads none of it.
+# What only some commands and options need (the fixer, the analysis, rich, the rule documents)
+# is imported where it is used: a ``check`` that the cache answers loads none of it.
 
 
 def _codes(value: str | None) -> tuple[str, ...] | None:
@@ -344,8 +345,6 @@ class _CheckJob:
                 return 0
             if not files:
                 fail("--show-settings: no file to show the settings of")
-            from gradlint.show_settings import describe_settings
-
             click.echo(describe_settings(files[0], resolver, self.overrides), nl=False)
         except SettingsError as exc:
             fail(str(exc))

@@ -51,6 +51,7 @@ def gitignore_spec(lines: Iterable[str]) -> pathspec.PathSpec:
 
     return pathspec.GitIgnoreSpec.from_lines(lines)
 
+
 CONFIG_NAMES = (".gradlint.toml", "gradlint.toml", "pyproject.toml")
 NAME_KINDS = {
     "optimizers": Kind.OPTIMIZER,

@@ -4,6 +4,7 @@ virtualenv markers, patterns of a configuration rooted elsewhere, nested configu
 
 from __future__ import annotations
 
+import json
 from pathlib import Path
 
 import pytest
@@ -114,3 +115,16 @@ def test_a_module_appearing_in_a_folder_that_did_not_exist_re_lints_its_importer
     assert check() == [] and len(linted) == 1  # an empty folder changes no look-up
     (project / "lib" / "helpers.py").write_text(HELPER, encoding="utf-8")
     assert check() == [("lib/helpers.py", 2, "GL305"), ("main.py", 6, "GL202")] and len(linted) == 2
+
+
+def test_a_file_is_shown_under_its_resolved_folder_and_its_own_name(project: Path,
+                                                                    tmp_path_factory: pytest.TempPathFactory) -> None:
+    _files(project, "real/deep/a.py")
+    (project / "link").symlink_to(project / "real")
+    (project / "real" / "deep" / "b.py").symlink_to(project / "real" / "deep" / "a.py")
+    outside = tmp_path_factory.mktemp("outside")
+    _files(outside, "c.py")
+    (project / "away").symlink_to(outside)
+    result = gradlint("check", "--format", "json", "--select", "GL101", "--no-cache",
+                      "link/deep", "link/deep/../deep/a.py", "away/c.py")
+    assert sorted({d["path"] for d in json.loads(result.stdout)}) == ["away/c.py", "real/deep/a.py", "real/deep/b.py"]
