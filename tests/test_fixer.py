@@ -366,7 +366,9 @@ NO_FIX_BY_DESIGN = [
     "fixtures/rules/gl102/repeat_loop_inside_window.py:19 GL102",
     "fixtures/rules/gl102/repeat_loop_inside_window.py:21 GL103",
     "fixtures/rules/gl102/step_beside_gate_same_path.py:8 GL102",  # a step under its own condition
+    "fixtures/rules/gl102/step_through_method_attribute.py:32 GL102",  # a window whose backward is in a helper
     "fixtures/rules/gl103/nonfinite_zero_without_skip.py:10 GL103",  # a guarded zero is never removed
+    "fixtures/rules/gl103/partial_backward_helper.py:34 GL103",  # a window whose backward is in a helper
     "fixtures/rules/gl103/zero_before_branch_guards.py:8 GL103",
     "fixtures/rules/gl103/zero_when_accumulating.py:8 GL103",  # under a test of its own
     "fixtures/rules/gl104/accelerate_script_unprepared.py:20 GL104",

@@ -4,19 +4,25 @@ arguments the partial binds first (``backwards = partial(loss_backwards, fp16)``
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING
+from typing import Protocol
 
 import libcst as cst
 
 from gradlint.model.syntax import dotted
+from gradlint.screen import ModuleFacts
 
-if TYPE_CHECKING:
-    from gradlint.model.unit import UnitModel
+
+class Caller(Protocol):
+    """What is read of the unit making the call (a :class:`gradlint.model.unit.UnitModel`)."""
+
+    facts: ModuleFacts
+
+    def single_value(self, name: str) -> cst.BaseExpression | None: ...
 
 _PARTIAL = frozenset({"functools.partial", "partial"})
 
 
-def partial_of(call: cst.Call, caller: UnitModel) -> cst.Call | None:
+def partial_of(call: cst.Call, caller: Caller) -> cst.Call | None:
     """The ``partial(f, ...)`` call that the callee name of ``call`` is bound to, when the name
     is assigned exactly once in ``caller`` (to a partial of a plain or dotted function name)."""
     if not isinstance(call.func, cst.Name):
@@ -32,7 +38,7 @@ def partial_of(call: cst.Call, caller: UnitModel) -> cst.Call | None:
     return value
 
 
-def through_partial(call: cst.Call, caller: UnitModel) -> cst.Call:
+def through_partial(call: cst.Call, caller: Caller) -> cst.Call:
     """``call`` as the function its partial wraps sees it: the partial's function as the callee
     and its bound positional arguments before the call's own, its keywords after them (a
     keyword of the call overrides the partial's; ``call`` itself when it is no partial's)."""
