@@ -83,7 +83,8 @@ async def test_a_loops_defects_in_an_open_helper_are_published_under_the_helpers
     steps = _open(client, project / "steps.py")
     main = _open(client, project / "main.py")
     assert await _until(client, main, lambda p: p == [(12, "GL202")]) == [(12, "GL202")]
-    assert await _until(client, steps, lambda p: len(p) == 2) == [(5, "GL104"), (9, "GL305")]
+    # the helper's own lint finds its update-only GL305 too (model/update_scope.py): the same two, in any order
+    assert sorted(await _until(client, steps, lambda p: len(p) == 2)) == [(5, "GL104"), (9, "GL305")]
     fixed = (project / "steps.py").read_text(encoding="utf-8").replace(
         "    optimizer.zero_grad()  # expect: GL305\n    optimizer.step()\n",
         "    optimizer.step()\n    optimizer.zero_grad()\n")
