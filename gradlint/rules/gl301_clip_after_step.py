@@ -9,7 +9,7 @@ import libcst as cst
 
 from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
-from gradlint.model.events import Event, Place, Role, TrainingLoop
+from gradlint.model.events import Event, Role, TrainingLoop
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 from gradlint.rules.readers import call_text, last_backwards, quoted, scaler_unscale
 
@@ -73,17 +73,15 @@ def train(model, loader, optimizer, scaler):
 
 def _steps_between(loop: TrainingLoop, after: Event | None, before: Event) -> list[Event]:
     """Non-closure optimizer steps that run after ``after`` (if any) and before ``before``,
-    at the same place (a prepared optimizer's step inside ``accelerator.accumulate()`` runs at
-    the boundary wherever it stands: Accelerate skips it until then)."""
+    at the same place; a prepared optimizer's step inside ``accelerator.accumulate()`` at any
+    place (Accelerate skips it until the boundary, wherever it stands, so a clip after it, under
+    ``sync_gradients`` or not, runs after it on the boundary micro-batch)."""
     return [
         e for e in loop.of(Role.STEP)
-        if not e.closure and _place(loop, e) is before.place and loop.flows(e, before)
+        if not e.closure and (e.place is before.place or loop.accelerate_skips(e)) and loop.flows(e, before)
         and (after is None or loop.flows(after, e))
     ]
 
-
-def _place(loop: TrainingLoop, step: Event) -> Place:
-    return Place.BOUNDARY if loop.accelerate_skips(step) else step.place
 
 
 def _helper_guard_between(step: Event, clip: Event) -> bool:
