@@ -194,18 +194,30 @@ def _unguarded(key: str, chain: Chain, calls: list[Call]) -> list[str]:
 
 
 def _divided_twice(before: ast.Module, after: ast.Module, old: list[Call], new: list[Call]) -> list[str]:
-    """A backward rewritten to ``(loss / N).backward()`` whose loss the code still divides by N
-    elsewhere (a division the fixes removed is not counted)."""
+    """A backward rewritten to ``(loss / N).backward()`` whose loss its function still divides by
+    N elsewhere (a division the fixes removed is not counted)."""
     written = {c.text for c in old}
-    already = _divisions(before, statements=True) & _divisions(after, statements=True)
     problems = []
     for call in new:
         if call.key != "backward" or call.text in written:
             continue
+        where = tuple(link[1] for link in call.chain if link[0] == "def")
+        already = (_divisions(_scope(before, where), statements=True)
+                   & _divisions(_scope(after, where), statements=True))
         for name, divisor in _divisions(ast.parse(call.text)):
             if (name, divisor) in already:
                 problems.append(f"`{call.text}` divides `{name}` by `{divisor}` again")
     return problems
+
+
+def _scope(tree: ast.Module, where: tuple[str, ...]) -> ast.AST:
+    """The function (or class) at the path of ``def`` names ``where``; the module for ``()``.
+    The same name divided in another function is another loss."""
+    node: ast.AST = tree
+    for name in where:
+        node = next(s for s in ast.walk(node) if s is not node
+                    and isinstance(s, (ast.FunctionDef, ast.AsyncFunctionDef, ast.ClassDef)) and s.name == name)
+    return node
 
 
 def _divisions(tree: ast.AST, statements: bool = False) -> set[tuple[str, str]]:
