@@ -66,7 +66,11 @@ def violations(source: str, result: FixResult) -> list[str]:
     if sum(unexplained.values()) > removals:
         problems.append(f"statements lost: {sorted(ast.unparse(s) for s in lost)} "
                         f"({removals} removal fix(es) applied)")
-    lost_lines = {line for s in lost for line in range(s.lineno, (s.end_lineno or s.lineno) + 1)}
+    # which of two identical statements went is not known: a comment on any statement with the
+    # header of a lost one may have gone with it (a deduplicated step's trailing comment)
+    gone = {_header(s) for s in lost}
+    lost_lines = {line for s in _statements(ast.parse(source)) if _header(s) in gone
+                  for line in range(s.lineno, (s.end_lineno or s.lineno) + 1)}
     dropped = Counter(text for _, text in _comments(source)) - Counter(text for _, text in _comments(result.text))
     for line, text in _comments(source):
         if dropped[text] and line not in lost_lines:
