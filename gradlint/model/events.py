@@ -273,11 +273,11 @@ class TrainingLoop:
         for node in first.ancestors:
             if not isinstance(node, cst.If):
                 continue
-            side_a = _branch(first, node)
+            side_a = branch_of(first, node)
             for other in ifs_b:
                 if other is not node and not other.test.deep_equals(node.test):
                     continue  # one `if`, or two testing the same condition (`if scaler:` twice)
-                side_b = _branch(second, other)
+                side_b = branch_of(second, other)
                 if side_a is not None and side_b is not None and side_a != side_b:
                     return True
         return False
@@ -290,6 +290,13 @@ class TrainingLoop:
         """Whether the loop body assigns ``name`` (a per-window divisor, not a fixed one)."""
         span = self.span
         return any(span.line <= line <= span.end_line for line, _ in self.unit.assignments.get(name, []))
+
+    def rebuilds(self, name: str) -> bool:
+        """Whether the loop body assigns ``name`` a new object (``opt = torch.optim.SGD([x])``),
+        not another name for one it has (``optimizer = self.optimizer``, ``opt = opts["d"]``)."""
+        span = self.span
+        return any(span.line <= line <= span.end_line and not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript))
+                   for line, value in self.unit.assignments.get(name, []))
 
     def accelerate_skips(self, event: Event) -> bool:
         """Under Accelerate's ``accumulate()``, a prepared optimizer's ``step``, its
@@ -363,7 +370,7 @@ def _leaves(block: cst.IndentedBlock) -> bool:
     return False
 
 
-def _branch(event: Event, node: cst.If) -> int | None:
+def branch_of(event: Event, node: cst.If) -> int | None:
     """0 if ``event`` is in the body of ``node``, 1 if in its ``else``/``elif``, else None."""
     if event.inside(node.body):
         return 0

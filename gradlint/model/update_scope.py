@@ -24,6 +24,7 @@ import libcst as cst
 from gradlint.model.calls import classify
 from gradlint.model.collect import Collector
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
+from gradlint.model.preorder import preorder
 from gradlint.model.unit import UnitModel
 
 _CLEARS = frozenset({Role.CLIP, Role.UNSCALE, Role.SCHEDULER_STEP, Role.ZERO_GRAD, Role.SCALER_UPDATE, Role.STEP,
@@ -68,47 +69,28 @@ def refills_between(loop: TrainingLoop, zero: Event, step: Event) -> bool:
     may fill the gradients again: a call with no role that clears nothing of them (a closure or
     helper that backpropagates, ``apply_grad(model, grads)``, ``torch.autograd.grad``), an
     assignment to a ``.grad``, or a ``yield``/``await`` that hands control to the caller. An
-    event of a followed helper counts as such a call."""
+    event of a followed helper counts as such a call. Functions defined in the scope run
+    elsewhere, and a clearing call's arguments (``model.parameters()``) are read for it."""
     unit = loop.unit
     if zero.unit is not unit or step.unit is not unit:
         return True
-    start, end = unit.positions[zero.node].end, unit.positions[step.node].start
-    finder = _Refill(unit, (start.line, start.column), (end.line, end.column))
-    loop.root.visit(finder)
-    return finder.found
+    after, before = unit.positions[zero.node].end, unit.positions[step.node].start
+    start, end = (after.line, after.column), (before.line, before.column)
 
+    def between(node: cst.CSTNode) -> bool:
+        rng = unit.positions.get(node)
+        return rng is not None and start <= (rng.start.line, rng.start.column) and (
+            rng.end.line, rng.end.column) <= end
 
-class _Refill(cst.CSTVisitor):
-    """Finds a node strictly between two positions that may write gradients."""
-
-    def __init__(self, unit: UnitModel, start: tuple[int, int], end: tuple[int, int]) -> None:
-        self.unit = unit
-        self.start = start
-        self.end = end
-        self.found = False
-
-    def _between(self, node: cst.CSTNode) -> bool:
-        rng = self.unit.positions.get(node)
-        if rng is None:
-            return False
-        return self.start <= (rng.start.line, rng.start.column) and (rng.end.line, rng.end.column) <= self.end
-
-    def on_visit(self, node: cst.CSTNode) -> bool:
-        if self.found:
-            return False
-        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not self.unit.root:
-            return False  # defined here, run elsewhere
-        if not self._between(node):
+    def skip(node: cst.CSTNode) -> bool:
+        if isinstance(node, (cst.FunctionDef, cst.ClassDef, cst.Lambda)) and node is not unit.root:
             return True
-        if isinstance(node, cst.Call):
-            if any(r.role in _CLEARS for r in classify(node, self.unit.facts)):
-                return False  # its arguments (`model.parameters()`) are read for it
-            self.found = True
-        elif isinstance(node, (cst.Yield, cst.Await)):
-            self.found = True
-        elif isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and _writes_grad(node):
-            self.found = True
-        return not self.found
+        return isinstance(node, cst.Call) and between(node) and any(
+            r.role in _CLEARS for r in classify(node, unit.facts))
+
+    return any(between(node) and (isinstance(node, (cst.Call, cst.Yield, cst.Await)) or (
+        isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and _writes_grad(node)))
+        for _, node in preorder(loop.root).pruned(skip))
 
 
 def _writes_grad(node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> bool:

@@ -7,7 +7,7 @@ from collections.abc import Iterator
 import libcst as cst
 
 from gradlint.catalogue import CATALOGUE
-from gradlint.model.events import Event, Role, Shape, TrainingLoop
+from gradlint.model.events import Event, Role, Shape, TrainingLoop, branch_of
 from gradlint.model.held_optimizer import held_optimizer
 from gradlint.names import Kind
 from gradlint.rules.base import Finding, Invalid, Rule
@@ -26,7 +26,7 @@ class MissingZeroGrad(Rule):
         unzeroed = [s for s in steps if not _zeroed(loop, s, steps)]
         if not unzeroed:
             return
-        if any(name is not None and _rebuilt(loop, name) for s in steps for name in (s.receiver, s.target)):
+        if any(name is not None and loop.rebuilds(name) for s in steps for name in (s.receiver, s.target)):
             return  # an optimizer built in each iteration, often over tensors made fresh there too
         step = unzeroed[0]
         yield Finding(step.span, f"{call_text(loop, step)} runs but {_unzeroed(loop, step)}; zero them once per "
@@ -94,14 +94,6 @@ def _zeroed(loop: TrainingLoop, step: Event, steps: list[Event]) -> bool:
     return step.target is None and bool(loop.of(Role.ZERO_GRAD))  # an unnamed optimizer: any zeroing may be its
 
 
-def _rebuilt(loop: TrainingLoop, name: str) -> bool:
-    """The loop assigns ``name`` a new object (``opt = torch.optim.SGD([x])``), not another
-    name for one it has (``optimizer = self.optimizer``, ``opt = optimizers["d"]``)."""
-    span = loop.span
-    return any(span.line <= line <= span.end_line and not isinstance(value, (cst.Name, cst.Attribute, cst.Subscript))
-               for line, value in loop.unit.assignments.get(name, []))
-
-
 def _other_update_path(loop: TrainingLoop, zero: Event, step: Event) -> bool:
     """``zero`` and ``step`` are in different branches of an ``if`` whose branch holding the
     step also holds the backward before it: each branch is an update of its own (``if mode ==
@@ -114,17 +106,10 @@ def _other_update_path(loop: TrainingLoop, zero: Event, step: Event) -> bool:
         return False
     for node in step.ancestors:
         if isinstance(node, cst.If) and zero.inside(node):
-            side = _side(step, node)
-            if side is not None and _side(zero, node) not in (None, side) and _side(backward, node) == side:
+            side = branch_of(step, node)
+            if side is not None and branch_of(zero, node) not in (None, side) and branch_of(backward, node) == side:
                 return True
     return False
-
-
-def _side(event: Event, node: cst.If) -> int | None:
-    """0 in the body of ``node``, 1 in its ``else``/``elif``, None in neither."""
-    if event.inside(node.body):
-        return 0
-    return 1 if node.orelse is not None and event.inside(node.orelse) else None
 
 
 def _on_failure_only(zero: Event, step: Event) -> bool:
