@@ -93,18 +93,10 @@ class ProjectContext:
         if cls is None:
             calls = self._epoch_calls(path)
             return calls is not None and name in calls.functions
-        seen: set[str] = set()
-        todo = [cls]
-        while todo:
-            current = todo.pop()
-            key = f"{current.definition.path}:{current.definition.qualname}"
-            if key in seen:
-                continue
-            seen.add(key)
+        for current in self.kinds.with_bases(cls):
             calls = self._epoch_calls(current.definition.path)
             if calls is not None and name in calls.methods.get(current.definition.qualname, frozenset()):
                 return True
-            todo.extend(self.kinds.project_bases(current))
         return False
 
     def _epoch_calls(self, path: Path) -> EpochCalls | None:

@@ -186,6 +186,18 @@ class KindReader:
         found = [self.index.lookup(cls.definition.path, base) for base in cls.bases]
         return [base for base in found if isinstance(base, ClassInfo)]
 
+    def with_bases(self, cls: ClassInfo) -> list[ClassInfo]:
+        """``cls`` and its project bases, theirs too, each once (cycle-safe)."""
+        seen: dict[str, ClassInfo] = {}
+        todo = [cls]
+        while todo:
+            current = todo.pop()
+            key = f"{current.definition.path}:{current.definition.qualname}"
+            if key not in seen:
+                seen[key] = current
+                todo.extend(self.project_bases(current))
+        return list(seen.values())
+
     def _owner(self, function: Definition) -> ClassInfo | None:
         if "." not in function.qualname:
             return None

@@ -14,6 +14,7 @@ import ast
 
 from gradlint.project.kinds import KindReader
 from gradlint.project.symbols import ClassInfo
+from gradlint.walks import walk
 
 _UNKNOWN = ""
 
@@ -22,7 +23,7 @@ def method_aliases(reader: KindReader, cls: ClassInfo) -> dict[str, str]:
     """Attribute -> the method name it always holds, for ``cls`` (its own and its project
     bases' assignments together)."""
     found: dict[str, str] = {}
-    for owner in _family(reader, cls):
+    for owner in reader.with_bases(cls):
         for method in owner.methods.values():
             node = reader.node(method)
             if node is not None:
@@ -30,23 +31,10 @@ def method_aliases(reader: KindReader, cls: ClassInfo) -> dict[str, str]:
     return {attr: name for attr, name in found.items() if name != _UNKNOWN}
 
 
-def _family(reader: KindReader, cls: ClassInfo) -> list[ClassInfo]:
-    """``cls`` and its project bases, each once."""
-    seen: list[ClassInfo] = []
-    todo = [cls]
-    while todo:
-        current = todo.pop()
-        if current in seen:
-            continue
-        seen.append(current)
-        todo.extend(reader.project_bases(current))
-    return seen
-
-
 def _read(function: ast.FunctionDef | ast.AsyncFunctionDef, found: dict[str, str]) -> None:
     """Record what each ``self.<attr> = ...`` of ``function`` binds (nested functions included:
     they may assign the attribute too)."""
-    for node in ast.walk(function):
+    for node in walk(function):
         if isinstance(node, ast.Assign):
             targets, value = node.targets, node.value
         elif isinstance(node, ast.AnnAssign):
