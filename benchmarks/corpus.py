@@ -17,6 +17,8 @@ Used by ``realworld.py`` (real-code validation, issue 3) and ``bench.py``
 from __future__ import annotations
 
 import argparse
+import hashlib
+import json
 import os
 import re
 import shutil
@@ -25,6 +27,7 @@ import sys
 import tarfile
 import tempfile
 import time
+import urllib.request
 import zipfile
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -159,6 +162,49 @@ def find_archive(pkg: Package, dist: Path) -> Path | None:
     return None
 
 
+INDEX_URL = os.environ.get("PIP_INDEX_URL", "https://pypi.org/simple").rstrip("/")
+
+
+def fetch_from_index(pkg: Package, dist: Path) -> Path | None:
+    """Fetch ``pkg``'s archive straight from the package index (PEP 691), checking its sha256.
+
+    The fallback for an sdist whose metadata pip cannot prepare (a ``setup.py`` that reads files
+    its sdist does not ship): the archive is only read here, never built.
+    """
+    request = urllib.request.Request(f"{INDEX_URL}/{_normalize(pkg.name)}/",
+                                     headers={"Accept": "application/vnd.pypi.simple.v1+json"})
+    try:
+        with urllib.request.urlopen(request, timeout=60) as response:
+            files = json.load(response)["files"]
+    except (OSError, ValueError, KeyError):
+        return None
+    for entry in files:
+        name = entry["filename"]
+        suffix = next((s for s in ARCHIVE_SUFFIXES if name.endswith(s)), "")
+        is_sdist = suffix != ".whl"
+        if not suffix or is_sdist != pkg.sdist:
+            continue
+        if is_sdist:
+            project, _, version = name[:-len(suffix)].rpartition("-")
+        else:
+            project, version = name.split("-")[:2]
+        if _normalize(project) != _normalize(pkg.name) or version != pkg.version:
+            continue
+        try:
+            with urllib.request.urlopen(entry["url"], timeout=180) as response:
+                data = response.read()
+        except OSError:
+            return None
+        expected = entry.get("hashes", {}).get("sha256")
+        if expected and hashlib.sha256(data).hexdigest() != expected:
+            return None
+        dist.mkdir(parents=True, exist_ok=True)
+        target = dist / name
+        target.write_bytes(data)
+        return target
+    return None
+
+
 def download(pkg: Package, dist: Path) -> Path:
     """Download the archive of ``pkg`` into ``dist`` with pip (no deps, no install)."""
     found = find_archive(pkg, dist)
@@ -170,8 +216,8 @@ def download(pkg: Package, dist: Path) -> Path:
            "--disable-pip-version-check", "--progress-bar", "off", "-q",
            "-d", str(dist), pkg.pin]
     proc = subprocess.run(cmd, capture_output=True, text=True)
-    found = find_archive(pkg, dist)
-    if proc.returncode != 0 or found is None:
+    found = find_archive(pkg, dist) or fetch_from_index(pkg, dist)
+    if found is None:
         raise RuntimeError(f"pip download {pkg.pin} failed:\n{proc.stderr.strip()}")
     return found
 

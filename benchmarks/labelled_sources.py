@@ -58,6 +58,9 @@ def download(labels: LabelFile, dist_dir: Path) -> Path:
         if proc.returncode == 0 and found is not None:
             return found
         errors += [ln.strip() for ln in proc.stderr.splitlines() if "error" in ln.lower()]
+    found = corpus.fetch_from_index(pkg, dist_dir)
+    if found is not None:
+        return found
     why = "; ".join(dict.fromkeys(errors[:3])) or "no archive"
     raise SourceError(f"pip download {pkg.pin} failed: {why}")
 
