@@ -171,7 +171,7 @@ def fetch_from_index(pkg: Package, dist: Path) -> Path | None:
     The fallback for an sdist whose metadata pip cannot prepare (a ``setup.py`` that reads files
     its sdist does not ship): the archive is only read here, never built.
     """
-    request = urllib.request.Request(f"{INDEX_URL}/{_normalize(pkg.name)}/",
+    request = urllib.request.Request(f"{INDEX_URL}/{_normalize(pkg.name).replace('_', '-')}/",
                                      headers={"Accept": "application/vnd.pypi.simple.v1+json"})
     try:
         with urllib.request.urlopen(request, timeout=60) as response:
