@@ -293,8 +293,11 @@ def test_drop_scaling_of_an_augmented_division_leaves_pass_when_needed() -> None
 
 def test_the_harness_lints_mutants_with_its_own_checkout(tmp_path: Path) -> None:
     """``lint_text`` runs gradlint in the harness's process: from any directory it must import
-    the checkout holding the harness, not an installed gradlint (another checkout)."""
-    code = f"import sys; sys.path.insert(0, {str(BENCH)!r}); import mutate, gradlint; print(gradlint.__file__)"
+    the checkout holding the harness, not another gradlint found first (here a decoy package
+    in the working directory, standing for another checkout's installed one)."""
+    (tmp_path / "gradlint").mkdir()
+    (tmp_path / "gradlint" / "__init__.py").write_text("")
+    code = f"import sys; sys.path.insert(1, {str(BENCH)!r}); import mutate, gradlint; print(gradlint.__file__)"
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
     assert Path(out.stdout.strip()).resolve().is_relative_to(ROOT)
 
