@@ -49,6 +49,14 @@ def d_step(self, batch, optim_wrapper):
         d_optim_wrapper.step()
         d_optim_wrapper.zero_grad()
 """,
+        """\
+def train(model, loader, optimizer, monitor):
+    for x, y in loader:
+        model(x, y).backward()
+        optimizer.step()
+        if monitor.should_update():
+            optimizer.zero_grad()
+""",
     )
     INVALID = (
         Invalid("""\
