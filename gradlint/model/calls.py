@@ -7,6 +7,7 @@ import re
 import libcst as cst
 
 from gradlint.model.events import Role, RoleRecord
+from gradlint.model.hand_unscale import hand_unscale
 from gradlint.model.syntax import dotted, first_arg, receiver_text
 from gradlint.names import CLIP_FUNCTIONS, FRAMEWORK_CLIP_METHODS, Kind
 from gradlint.screen import ModuleFacts
@@ -64,7 +65,7 @@ def _classify(call: cst.Call, facts: ModuleFacts) -> RoleRecord | None:
         return RoleRecord(Role.CLIP, receiver, kind, framework="optimizer")
     if attr == "zero_" and isinstance(func.value, cst.Attribute) and func.value.attr.value == "grad":
         return RoleRecord(Role.ZERO_GRAD, receiver)
-    return None
+    return hand_unscale(call, facts)
 
 
 def _classify_function(call: cst.Call, name: str, facts: ModuleFacts) -> RoleRecord | None:

@@ -9,6 +9,7 @@ from gradlint.diagnostics import Span
 from gradlint.model.collect import Collector, Site
 from gradlint.model.events import UPDATE_ROLES, Event, Gate, Role, TrainingLoop
 from gradlint.model.gate_tests import GateTest, Lookup, read_gate, read_last_micro_batch
+from gradlint.model.optim_wrappers import wrapper_gate
 from gradlint.model.syntax import dotted, names_in
 from gradlint.model.unit import UnitModel
 
@@ -26,7 +27,8 @@ def find_gates(collector: Collector, root: cst.CSTNode, events: list[Event], acc
             continue
         test = read_gate(node.test, _lookup(owner, collector), collector.counters, owner.text_of)
         if test is None:
-            test = _last_micro_batch(owner, site, micro or []) or _window_call(owner, node.test)
+            test = (_last_micro_batch(owner, site, micro or []) or _window_call(owner, node.test)
+                    or wrapper_gate(owner, node.test))
         if test is None:
             continue
         gate = _gate(owner, node, ancestors, test, root)

@@ -40,6 +40,23 @@ def train(model, loader, optimizer, accelerator):
             optimizer.step()
             optimizer.zero_grad()
 """,
+        """\
+def d_step(self, batch, optim_wrapper):
+    d_optim_wrapper = optim_wrapper["discriminator"]
+    d_optim_wrapper.backward(d_optim_wrapper.scale_loss(self.loss_real(batch)))
+    d_optim_wrapper.backward(d_optim_wrapper.scale_loss(self.loss_fake(batch)))
+    if d_optim_wrapper.should_update():
+        d_optim_wrapper.step()
+        d_optim_wrapper.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, monitor):
+    for x, y in loader:
+        model(x, y).backward()
+        optimizer.step()
+        if monitor.should_update():
+            optimizer.zero_grad()
+""",
     )
     INVALID = (
         Invalid("""\
@@ -82,6 +99,15 @@ def train(model, loader, optimizer, accum_steps, eager):
         if (step + 1) % accum_steps == 0:
             optimizer.zero_grad()
 """, ((5, "GL102"),)),
+        Invalid("""\
+def d_step(self, batch, optim_wrapper):
+    d_optim_wrapper = optim_wrapper["discriminator"]
+    d_optim_wrapper.backward(d_optim_wrapper.scale_loss(self.loss_real(batch)))
+    d_optim_wrapper.step()
+    d_optim_wrapper.backward(d_optim_wrapper.scale_loss(self.loss_fake(batch)))
+    if d_optim_wrapper.should_update():
+        d_optim_wrapper.zero_grad()
+""", ((4, "GL102"),)),
     )
 
 

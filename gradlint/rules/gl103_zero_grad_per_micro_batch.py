@@ -89,6 +89,15 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """),
+        Invalid("""\
+def d_step(self, batch, optim_wrapper):
+    d_optim_wrapper = optim_wrapper["discriminator"]
+    d_optim_wrapper.backward(d_optim_wrapper.scale_loss(self.loss_real(batch)))
+    d_optim_wrapper.zero_grad()
+    d_optim_wrapper.backward(d_optim_wrapper.scale_loss(self.loss_fake(batch)))
+    if d_optim_wrapper.should_update():
+        d_optim_wrapper.step()
+""", ((4, "GL103"),)),
     )
 
 

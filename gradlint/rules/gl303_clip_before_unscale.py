@@ -27,8 +27,10 @@ class ClipBeforeUnscale(Rule):
                     continue  # unscale_(), or scaler.step() which unscales (a clip after it is GL301's)
                 step = next((s for s in unscaling if s.role is Role.STEP and loop.flows(clip, s)), None)
                 unscale = scaler_unscale(loop, step) if step is not None else None
+                late = next((u for u in unscaling if u.role is Role.UNSCALE and loop.flows(clip, u)), None)
+                unscale = unscale or (call_text(loop, late) if late is not None else "scaler.unscale_(optimizer)")
                 yield Finding(clip.span, f"{call_text(loop, clip)} clips scaled gradients; call "
-                              f"{unscale or 'scaler.unscale_(optimizer)'} first", self.fix(_unscale_first, loop, clip),
+                              f"{unscale} first", self.fix(_unscale_first, loop, clip),
                               detail="The gradients are still multiplied by the GradScaler's loss scale, so the "
                               "clipping threshold means nothing; unscale them first, in the same update.")
                 break
@@ -43,6 +45,16 @@ def train(model, loader, optimizer, scaler):
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, loss_scaler):
+    for x, y in loader:
+        optimizer.zero_grad()
+        (model(x, y) * loss_scaler.loss_scale).backward()
+        for param in model.parameters():
+            param.grad.div_(loss_scaler.loss_scale)
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        optimizer.step()
 """,
     )
     INVALID = (
@@ -64,6 +76,16 @@ def train(model, loader, optimizer, scaler):
         scaler.update()
         optimizer.zero_grad()
 """),
+        Invalid("""\
+def train(model, loader, optimizer, loss_scaler):
+    for x, y in loader:
+        optimizer.zero_grad()
+        (model(x, y) * loss_scaler.loss_scale).backward()
+        torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
+        for param in model.parameters():
+            param.grad.data.div_(loss_scaler.loss_scale)
+        optimizer.step()
+""", ((5, "GL303"),)),
     )
 
 
