@@ -24,6 +24,10 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
+from common import REPO
+
+sys.path.insert(0, str(REPO))  # lint_text imports gradlint in this process: this checkout's, not an installed one
+
 from labelled import add_common, load_labels, resolve
 from labelled_sources import Finding, SourceError, lint_files, lint_text
 from labelset import LabelError, LabelFile, Loop

@@ -333,6 +333,14 @@ def test_drop_scaling_leaves_a_division_of_what_the_call_returns() -> None:
         mutate(text, kind, {"backward": 3, "scale": None}, accumulates=True)
 
 
+def test_the_harness_lints_mutants_with_its_own_checkout(tmp_path: Path) -> None:
+    """``lint_text`` runs gradlint in the harness's process: from any directory it must import
+    the checkout holding the harness, not an installed gradlint (another checkout)."""
+    code = f"import sys; sys.path.insert(0, {str(BENCH)!r}); import mutate, gradlint; print(gradlint.__file__)"
+    out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, capture_output=True, text=True, check=True)
+    assert Path(out.stdout.strip()).resolve().is_relative_to(ROOT)
+
+
 def test_not_applicable() -> None:
     text = (TOY / "train_ok.py").read_text()
     by_name = {k.name: k for k in KINDS}
