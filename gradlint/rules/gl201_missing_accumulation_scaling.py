@@ -224,6 +224,35 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.step()
             optimizer.zero_grad()
 """),
+        Invalid("""\
+class Trainer:
+    def train(self):
+        self.opt.zero_grad()
+        for _ in accumulate_contexts(self.gradient_accumulate_every, self.ddps):
+            real, fake = self.D(next(self.loader)), self.D(self.G(self.noise()))
+            loss = hinge(real, fake)
+            loss = loss + self.aux_weight * self.D.aux_loss()
+            grads = torch_grad(real, self.images)
+            loss = loss + 10 * (grads.norm(2, dim=1) ** 2).mean()
+            loss = loss + self.D.q_loss()
+            loss = loss + self.D.reg_loss()
+            loss.backward()
+        self.opt.step()
+""", ((12, "GL201"),), fixed="""\
+class Trainer:
+    def train(self):
+        self.opt.zero_grad()
+        for _ in accumulate_contexts(self.gradient_accumulate_every, self.ddps):
+            real, fake = self.D(next(self.loader)), self.D(self.G(self.noise()))
+            loss = hinge(real, fake)
+            loss = loss + self.aux_weight * self.D.aux_loss()
+            grads = torch_grad(real, self.images)
+            loss = loss + 10 * (grads.norm(2, dim=1) ** 2).mean()
+            loss = loss + self.D.q_loss()
+            loss = loss + self.D.reg_loss()
+            (loss / self.gradient_accumulate_every).backward()
+        self.opt.step()
+"""),
     )
 
 
