@@ -228,7 +228,7 @@ def train(model, loader, optimizer, accum_steps):
 class Trainer:
     def train(self):
         self.opt.zero_grad()
-        for _ in accumulate_contexts(self.gradient_accumulate_every, self.ddps):
+        for _ in accumulate_contexts(self.accumulate_every, self.ddps):
             real, fake = self.D(next(self.loader)), self.D(self.G(self.noise()))
             loss = hinge(real, fake)
             loss = loss + self.aux_weight * self.D.aux_loss()
@@ -242,7 +242,7 @@ class Trainer:
 class Trainer:
     def train(self):
         self.opt.zero_grad()
-        for _ in accumulate_contexts(self.gradient_accumulate_every, self.ddps):
+        for _ in accumulate_contexts(self.accumulate_every, self.ddps):
             real, fake = self.D(next(self.loader)), self.D(self.G(self.noise()))
             loss = hinge(real, fake)
             loss = loss + self.aux_weight * self.D.aux_loss()
@@ -250,7 +250,7 @@ class Trainer:
             loss = loss + 10 * (grads.norm(2, dim=1) ** 2).mean()
             loss = loss + self.D.q_loss()
             loss = loss + self.D.reg_loss()
-            (loss / self.gradient_accumulate_every).backward()
+            (loss / self.accumulate_every).backward()
         self.opt.step()
 """),
     )
