@@ -96,12 +96,13 @@ def mutants_of(lab: LabelFile, loop: Loop, text: str, original: Sequence[Finding
 def judge(job: _Job, findings: Sequence[Finding]) -> Outcome:
     """Caught when the expected code is reported on the expected line, or inside a function of
     the module that the statement on that line calls (gradlint reports an event where its call
-    is written: in the helper that holds it), and nothing new appears elsewhere: a second code
-    on that same line (a clip moved into the micro-batch also precedes the boundary's
-    ``unscale_``) is a finding on the mutated statement, not elsewhere."""
+    is written: in the helper that holds it) or on another statement of the same defect (the
+    other arm's backward of a loss whose division was dropped), and nothing new appears
+    elsewhere: a second code on that same line (a clip moved into the micro-batch also
+    precedes the boundary's ``unscale_``) is a finding on the mutated statement, not elsewhere."""
     new = sorted(_keys(findings) - job.shifted, key=lambda k: (k[1], k[0]))
     code, line = job.base.code, job.base.line
-    places = {line} | helper_lines(job.mutant.text, line)
+    places = {line} | job.mutant.also | helper_lines(job.mutant.text, line)
     hit = {n for c, n in new if c == code and n in places}
     caught = bool(hit) and all(n in hit for _, n in new)
     return replace(job.base, status="caught" if caught else "missed",

@@ -35,6 +35,9 @@ class Mutant:
     """The line of the mutant where ``code`` must be reported."""
     line_map: Mapping[int, int]
     """Original line -> mutant line, for every line the mutant keeps."""
+    also: frozenset[int] = frozenset()
+    """Other lines of the mutant where ``code`` is the same defect (another backward call of
+    the loss whose division was dropped, on the other branch of an ``if``)."""
 
 
 Row = list[Any]
@@ -69,6 +72,8 @@ class _Source:
         """The loop's first and last lines (original numbers)."""
         self.code: str | None = None
         """The code the mutant must get when it is not its kind's (set by the rewrite)."""
+        self.also: set[int] = set()
+        """Other original lines where the code is the same defect (set by the rewrite)."""
         self.rows: list[Row] = [[i + 1, line] for i, line in enumerate(text.splitlines(True))]
         if self.rows and not self.rows[-1][1].endswith("\n"):
             self.rows[-1][1] += "\n"
@@ -167,7 +172,8 @@ class _Source:
         line_map = {t: i + 1 for i, (t, _) in enumerate(self.rows) if t is not None}
         if expected_tag is None or expected_tag not in line_map:
             raise NotApplicable("the expected line is gone")
-        return Mutant(kind, code, text, line_map[expected_tag], line_map)
+        also = frozenset(line_map[t] for t in self.also if t in line_map and t != expected_tag)
+        return Mutant(kind, code, text, line_map[expected_tag], line_map, also)
 
 
 def _inside(node: ast.AST, outer: ast.AST) -> bool:
@@ -436,6 +442,10 @@ def _drop_scaling(src: _Source, a: Anchors) -> int:
     line = a.get("scale")
     if line is not None and line != backward.lineno:
         scale = src.statement(line, "scale")
+        target = scale.target if isinstance(scale, (ast.AugAssign, ast.AnnAssign)) else (
+            scale.targets[0] if isinstance(scale, ast.Assign) and len(scale.targets) == 1 else None)
+        if target is not None:
+            src.also = _backpropagating(src, ast.unparse(target), scale)
         if isinstance(scale, ast.AugAssign) and isinstance(scale.op, ast.Div):
             src.remove(scale)
             return backward.lineno
@@ -444,12 +454,49 @@ def _drop_scaling(src: _Source, a: Anchors) -> int:
             raise NotApplicable(f"the scale statement on line {line} is not `x = expr / N`")
         division = value
     else:
-        found = _divisions(backward)
+        found = [d for d in _divisions(backward) if _backpropagated(src, d, backward)]
         if len(found) != 1:
-            raise NotApplicable("no single `loss / N` in the backward statement")
+            raise NotApplicable("no single `loss / N` backpropagated by the backward statement")
         division = found[0]
     src.replace(src.extent(division), src.segment(division.left))
     return backward.lineno
+
+
+def _backpropagated(src: _Source, node: ast.expr, stmt: ast.stmt) -> bool:
+    """Whether ``node`` of ``stmt`` is (inside) what a call is handed: an argument, or the
+    receiver of a method (``(loss / n).backward()``, ``scaler.scale(loss / n)``), not the
+    statement's own result (``return super().training_step(x) / world_size`` divides a loss
+    the call already backpropagated: the logged value)."""
+    while node is not stmt and node in src.parents:
+        parent = src.parents[node]
+        if isinstance(parent, ast.Call) and (node in parent.args or any(k.value is node for k in parent.keywords)):
+            return True
+        if isinstance(parent, ast.Attribute) and isinstance(src.parents.get(parent), ast.Call):
+            return True
+        node = parent  # type: ignore[assignment]
+    return False
+
+
+def _backpropagating(src: _Source, name: str, scale: ast.stmt) -> set[int]:
+    """The lines of the loop's statements after ``scale`` that call a ``backward`` on ``name``
+    (``scaler.scale(loss).backward()`` and ``loss.backward()`` on the two arms of an ``if``):
+    dropping the division leaves each of them unscaled."""
+    first, last = src.loop
+    found = set()
+    for node in ast.walk(src.tree):
+        if not isinstance(node, ast.Expr) or not first <= node.lineno <= last or node.lineno <= scale.lineno:
+            continue
+        calls = [c for c in ast.walk(node) if isinstance(c, ast.Call)]
+        if any(_calls_backward(c) for c in calls) and any(ast.unparse(n) == name for n in ast.walk(node)
+                                                          if isinstance(n, (ast.Name, ast.Attribute))):
+            found.add(node.lineno)
+    return found
+
+
+def _calls_backward(call: ast.Call) -> bool:
+    func = call.func
+    return (isinstance(func, ast.Attribute) and func.attr == "backward"
+            or isinstance(func, ast.Name) and func.id == "backward")
 
 
 def _drop_no_sync(src: _Source, a: Anchors) -> int:

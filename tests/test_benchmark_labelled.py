@@ -291,6 +291,48 @@ def test_drop_scaling_of_an_augmented_division_leaves_pass_when_needed() -> None
     assert mutant.expected_line == 6
 
 
+TWO_ARM_BACKWARD = """\
+class Stepper:
+    def step(self, batch):
+        loss = self.model(batch) / self.accum_steps
+        if self.use_scaler:
+            self.scaler.scale(loss).backward()
+        else:
+            loss.backward()
+        print(loss.item())
+"""
+
+
+def test_drop_scaling_expects_the_code_at_every_backward_of_the_loss() -> None:
+    kind = next(k for k in KINDS if k.code == "GL201")
+    mutant = mutate(TWO_ARM_BACKWARD, kind, {"backward": 5, "scale": 3}, accumulates=True, lines=(2, 8))
+    assert mutant.text.splitlines()[2] == "        loss = self.model(batch)"
+    assert (mutant.expected_line, mutant.also) == (5, frozenset({7}))
+
+
+def test_a_drop_scaling_mutant_is_caught_on_the_other_arms_backward() -> None:
+    from labelled_sources import Finding
+    from mutate import Outcome, _Job, judge
+
+    kind = next(k for k in KINDS if k.code == "GL201")
+    mutant = mutate(TWO_ARM_BACKWARD, kind, {"backward": 5, "scale": 3}, accumulates=True, lines=(2, 8))
+    job = _Job(Outcome("p", "s.py", "Stepper.step", kind.name, "GL201", 5, "unparseable"), mutant, frozenset())
+    found = [Finding("s.py", 5, "GL201", ""), Finding("s.py", 7, "GL201", "")]
+    assert judge(job, found).status == "caught"
+    assert judge(job, [*found, Finding("s.py", 8, "GL201", "")]).status == "missed"
+
+
+def test_drop_scaling_leaves_a_division_of_what_the_call_returns() -> None:
+    """``training_step`` backpropagates inside the call: dividing its result changes only the
+    logged value, so deleting that division injects no defect."""
+    text = ("class T(Trainer):\n"
+            "    def training_step(self, *args):\n"
+            "        return super().training_step(*args) / self.world_size\n")
+    kind = next(k for k in KINDS if k.code == "GL201")
+    with pytest.raises(NotApplicable, match="backpropagated by the backward statement"):
+        mutate(text, kind, {"backward": 3, "scale": None}, accumulates=True)
+
+
 def test_the_harness_lints_mutants_with_its_own_checkout(tmp_path: Path) -> None:
     """``lint_text`` runs gradlint in the harness's process: from any directory it must import
     the checkout holding the harness, not another gradlint found first (here a decoy package

@@ -131,8 +131,8 @@ def test_a_micro_batch_loop_in_a_followed_helper_is_shown_from_the_caller(tmp_pa
     assert result.exit_code == 0, result.output
     assert result.stdout.splitlines()[:5] == [
         "helper.py:10: Trainer.fit(): nested micro-batch loop (the update after it)",
+        "  N = self.accum",  # the loop over batch.chunk(self.accum) runs N times (model/micro_counts.py)
         "  boundary: line 4: for micro in batch.chunk(self.accum)",
         "  10        |         for batch in loader:",
         "  11        |             self.train_step(batch)",
-        "  via a helper: line 3: self.optimizer.zero_grad()  [update]",
     ]

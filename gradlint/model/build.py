@@ -19,6 +19,7 @@ from gradlint.model.gate_search import (
     zero_based,
 )
 from gradlint.model.gate_tests import is_final_condition, read_gate
+from gradlint.model.micro_counts import micro_count
 from gradlint.model.scopes import find_scopes, residual_update
 from gradlint.model.sync_guards import guards_iterations, is_sync_guard
 from gradlint.model.syntax import dotted, names_in
@@ -395,9 +396,5 @@ def _factor(unit: UnitModel, loop: TrainingLoop) -> cst.BaseExpression | None:
     gate = loop.primary_gate
     if gate is not None:
         return gate.modulus if gate.modulus is not None else gate.count_bound
-    for micro in loop.micro_loops:
-        if isinstance(micro, cst.For) and isinstance(micro.iter, cst.Call) and dotted(micro.iter.func) == "range":
-            args = [a.value for a in micro.iter.args]
-            if len(args) == 1:
-                return args[0]
-    return None
+    counts = [micro_count(micro) for micro in loop.micro_loops]
+    return next((n for n in counts if n is not None), None)

@@ -36,7 +36,7 @@ _TOKEN_LOSSES = ("cross_entropy", "crossentropy", "nll_loss", "criterion", "loss
 _RESCALING_WORDS = (*_SCALING_WORDS, "scale", "inv", "factor", "num", "step", "size", "world", "count", "len", "grad")
 _WEIGHT_WORDS = ("weight", "coef", "lambda", "lam", "alpha", "beta", "gamma", "mult", "ratio")
 _LABELS = re.compile(r"\blabels\b")  # a `labels` argument or item, not `num_labels`
-_MAX_DEPTH = 8
+_MAX_DEPTH = 12
 _LOSS_SCALES = frozenset({"loss_scale", "cur_scale"})
 _RUNNER_HOOKS = frozenset({"after_train_iter"})
 _BINDINGS: WeakKeyDictionary[UnitModel, dict[str, list[tuple[int, cst.CSTNode]]]] = WeakKeyDictionary()
@@ -174,6 +174,8 @@ class _Tracer:
             return self._multiplied(factor)
         if isinstance(op, (cst.Add, cst.Subtract)):
             return _combine([self.trace(expr.left, line, depth + 1), self.trace(expr.right, line, depth + 1)])
+        if isinstance(op, cst.Power) and isinstance(expr.right, (cst.Integer, cst.Float)):
+            return self.trace(expr.left, line, depth + 1)  # `norm ** 2` (a gradient penalty) is as scaled as its base
         return Scaling.UNKNOWN
 
     def _weight(self, factor: cst.BaseExpression) -> bool:

@@ -8,6 +8,7 @@ from gradlint.catalogue import CATALOGUE
 from gradlint.fixes import primitives as edit
 from gradlint.model.events import Event, Role, Shape, TrainingLoop
 from gradlint.model.loss import Scaling, scales_gradients
+from gradlint.model.loss_arms import UnscaledArm, unscaled_arm
 from gradlint.rules.base import Change, Finding, Invalid, Rule
 from gradlint.rules.readers import deepspeed_divisor, per_micro_batch
 
@@ -21,12 +22,24 @@ class MissingAccumulationScaling(Rule):
             return
         steps, zeros = per_micro_batch(loop, Role.STEP), per_micro_batch(loop, Role.ZERO_GRAD)
         for event in per_micro_batch(loop, Role.BACKWARD):
-            if event.framework_divides or event.loss_trace.scaling is not Scaling.UNSCALED:
+            if event.framework_divides:
+                continue
+            scaling = event.loss_trace.scaling
+            arm = unscaled_arm(event.unit, event.unscaled_loss, event.span.line, factor) \
+                if scaling is Scaling.SCALED else None
+            if scaling is not Scaling.UNSCALED and arm is None:
                 continue
             if event.framework == "accelerate" and loop.factor is not None and deepspeed_divisor(loop.unit, loop.factor):
                 continue  # N is DeepSpeed's: accelerator.backward hands the loss to the engine, which divides
             if any(loop.flows(z, event) for z in zeros) and any(loop.flows(event, s) for s in steps):
                 continue  # zeroed and stepped in the same pass (a GAN critic): nothing accumulates
+            if arm is not None:
+                where = event.unit.span(arm.value).line
+                yield Finding(event.span, f"this loss is not divided by {factor} on the branch of line {where}; "
+                              "divide it there too", self.fix(_divide_arm, loop, arm),
+                              detail=f"One arm of the `if` divides the loss by {factor} and the other does not: the "
+                              f"micro-batches of that branch weigh {factor} times too much in the accumulated gradient.")
+                continue
             yield Finding(event.span, f"this loss is summed over {factor} micro-batches without division; divide it "
                           f"by {factor}", self.fix(_divide_loss, loop, event),
                           detail=f"The accumulated gradient (and the effective learning rate) is {factor} times too "
@@ -80,6 +93,43 @@ class GAN:
         d_loss = self.cri_gan(self.net_d(fake.detach()), False)
         d_loss.backward()
         self.opt_d.step()
+""",
+        """\
+def train(model, loader, optimizer, accum_steps):
+    for step, (x, y) in enumerate(loader):
+        if accum_steps > 1:
+            loss = model(x, y) / accum_steps
+        else:
+            loss = model(x, y)
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, accum_steps, use_deepspeed):
+    for step, (x, y) in enumerate(loader):
+        if use_deepspeed:
+            loss = model(x, y)
+        else:
+            loss = model(x, y) / accum_steps
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""",
+        """\
+def train(model, loader, optimizer, accum_steps):
+    for step, x in enumerate(loader):
+        if isinstance(x, tuple):
+            loss = model(*x) / accum_steps
+        else:
+            loss = model(**x)
+            loss = loss / accum_steps
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
 """,
     )
     INVALID = (
@@ -151,6 +201,58 @@ def train(model, loader, optimizer, scaler, accum_steps):
             scaler.update()
             optimizer.zero_grad()
 """),
+        Invalid("""\
+def train(model, loader, optimizer, accum_steps):
+    for step, x in enumerate(loader):
+        if isinstance(x, tuple):
+            loss = model(*x).mean() / accum_steps
+        else:
+            loss = model(**x).mean()
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+""", ((7, "GL201"),), fixed="""\
+def train(model, loader, optimizer, accum_steps):
+    for step, x in enumerate(loader):
+        if isinstance(x, tuple):
+            loss = model(*x).mean() / accum_steps
+        else:
+            loss = model(**x).mean() / accum_steps
+        loss.backward()
+        if (step + 1) % accum_steps == 0:
+            optimizer.step()
+            optimizer.zero_grad()
+"""),
+        Invalid("""\
+class Trainer:
+    def train(self):
+        self.opt.zero_grad()
+        for _ in accumulate_contexts(self.accumulate_every, self.ddps):
+            real, fake = self.D(next(self.loader)), self.D(self.G(self.noise()))
+            loss = hinge(real, fake)
+            loss = loss + self.aux_weight * self.D.aux_loss()
+            grads = torch_grad(real, self.images)
+            loss = loss + 10 * (grads.norm(2, dim=1) ** 2).mean()
+            loss = loss + self.D.q_loss()
+            loss = loss + self.D.reg_loss()
+            loss.backward()
+        self.opt.step()
+""", ((12, "GL201"),), fixed="""\
+class Trainer:
+    def train(self):
+        self.opt.zero_grad()
+        for _ in accumulate_contexts(self.accumulate_every, self.ddps):
+            real, fake = self.D(next(self.loader)), self.D(self.G(self.noise()))
+            loss = hinge(real, fake)
+            loss = loss + self.aux_weight * self.D.aux_loss()
+            grads = torch_grad(real, self.images)
+            loss = loss + 10 * (grads.norm(2, dim=1) ** 2).mean()
+            loss = loss + self.D.q_loss()
+            loss = loss + self.D.reg_loss()
+            (loss / self.accumulate_every).backward()
+        self.opt.step()
+"""),
     )
 
 
@@ -169,6 +271,12 @@ def _divide_loss(loop: TrainingLoop, backward: Event) -> Change | None:
     if loss is None or divisor is None or backward.unit is not loop.unit:
         return None
     return Change(f"Divide the loss by `{divisor}`", edit.divide(loop, loss, divisor))
+
+
+def _divide_arm(loop: TrainingLoop, arm: UnscaledArm) -> Change | None:
+    """Divide the unscaled arm's loss by what the other arm divides by (unsafe, as above)."""
+    divisor = edit.operand(loop, arm.divisor)
+    return Change(f"Divide this branch's loss by `{divisor}`", edit.divide(loop, arm.value, divisor))
 
 
 def _window_size(loop: TrainingLoop) -> str | None:
