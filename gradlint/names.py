@@ -44,6 +44,8 @@ _SCHED_NAME = re.compile(r"sched", re.I)
 _WRAPPER_NAME = re.compile(r"^optimi[sz]er_?sched[a-z]*r$", re.I)
 """An optimizer-and-schedule wrapper (``self.optimizer_scheduler``), named like the constructor
 :func:`constructor_kind` reads as one (``OptimizerScheduler(...)``); not ``optimizer_schedules``."""
+_OPTIMIZERS_NAME = re.compile(r"(^|_)(optimi[sz]ers|optims|opts)$", re.I)
+_SCHEDULERS_NAME = re.compile(r"(^|_)(lr_)?schedulers$", re.I)
 _SCALER_NAME = re.compile(r"scaler$", re.I)
 _ENGINE_NAME = re.compile(r"(^|_)engine$", re.I)
 _UPDATE_COUNTER = re.compile(r"step|update|iter|^it$|^itr$", re.I)
@@ -120,6 +122,16 @@ def kind_by_name(dotted: str) -> Kind | None:
         return Kind.OPTIMIZER
     if _ENGINE_NAME.search(last):
         return Kind.ENGINE
+    return None
+
+
+def element_kind_by_name(name: str) -> Kind | None:
+    """Guess the kind of a container's elements from its plural name: a dict or list of
+    optimizers (``optimizers``, ``g_optims``) or of schedulers (``lr_schedulers``)."""
+    if _OPTIMIZERS_NAME.search(name):
+        return Kind.OPTIMIZER
+    if _SCHEDULERS_NAME.search(name):
+        return Kind.SCHEDULER
     return None
 
 

@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gradlint.gradless import names_no_gradient
 from gradlint.model.framework_methods import BOUNDARY_WORD, boundary_owned_methods
 from gradlint.names import (
     CLIP_FUNCTIONS,
@@ -77,6 +78,9 @@ class ModuleFacts:
     their prepared schedulers step on every call, also inside ``accumulate()``."""
     functions: dict[str, list[Unit]] = field(default_factory=dict)
     zeroing_functions: set[str] = field(default_factory=set)
+    gradless_zeroers: set[str] = field(default_factory=set)
+    """Names of the module's functions named for zeroing (``zero_losses``) none of whose
+    definitions names a gradient (:mod:`gradlint.gradless`): they do not zero gradients."""
     zeroing_arity: dict[str, int] = field(default_factory=dict)
     """The fewest positional arguments a zeroing function of that name needs (``self`` aside)."""
     called_by_zeroing: set[str] = field(default_factory=set)
@@ -155,6 +159,7 @@ def screen(text: str, extra_names: dict[str, Kind] | None = None, *, every_unit:
     collector = _Collector(facts, every_unit)
     collector.visit(tree)
     collector.promote_callers()
+    facts.gradless_zeroers = {name for name, gradless in collector.gradless.items() if gradless}
     facts.aliases = build_alias_table(collector.imports)
     for target, value in collector.assignments:
         _bind(facts, target, value)
@@ -208,6 +213,7 @@ class _Collector(ast.NodeVisitor):
         self._zeroing: list[bool] = [False]  # per function (or top-level statement): it zeroes gradients
         self._class: list[str] = []
         self._function: list[str] = []
+        self.gradless: dict[str, bool] = {}  # zero-named functions: whether every definition names no gradient
         self.callers: list[tuple[Unit, set[str]]] = []  # units without training calls, and what they call
         self.waiting: list[tuple[Unit, frozenset[str]]] = []  # those no training function of the module promotes
         self._methods: dict[type, Callable[[_Collector, ast.AST], object]] = {}  # functions: no cycle
@@ -320,6 +326,8 @@ class _Collector(ast.NodeVisitor):
         unit = Unit(node.name, start, node.end_lineno or node.lineno, node.col_offset,
                     self._class[-1] if self._class else None)
         self.facts.functions.setdefault(node.name, []).append(unit)
+        if "zero" in node.name:
+            self.gradless[node.name] = self.gradless.get(node.name, True) and names_no_gradient(node)
         self._stack.append([False])
         self._calls.append(set())
         self._zeroing.append(False)

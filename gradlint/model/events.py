@@ -327,11 +327,15 @@ class TrainingLoop:
     @cached_property
     def calls_zeroing(self) -> bool:
         """The loop calls a function that may zero the gradients (named for it, or one of the
-        module's functions that does; ``torch.zeros`` makes a tensor). The function the loop is
+        module's functions that does; ``torch.zeros`` makes a tensor, and a function of the module
+        named for zeroing whose text names no gradient does not). The function the loop is
         written in is not one of them: a call of its name from inside is another object's
         method (``model.train()`` in a ``def train`` that zeroes before its loop)."""
-        zeroing = self.unit.facts.zeroing_functions - {self.unit.unit.name}
-        return any(("zero" in name and name not in _TENSOR_FACTORIES) or name in zeroing for name in self.callees)
+        facts = self.unit.facts
+        zeroing = facts.zeroing_functions - {self.unit.unit.name}
+        named = facts.gradless_zeroers - zeroing  # `self.zero_losses()`: the module's own, naming no gradient
+        return any(("zero" in name and name not in _TENSOR_FACTORIES and name not in named) or name in zeroing
+                   for name in self.callees)
 
     def factor_code(self) -> str | None:
         """The accumulation factor N as source text, when the loop shows it."""

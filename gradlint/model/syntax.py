@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import libcst as cst
 
+from gradlint.model.identity import unwrapped
+
 
 def dotted(node: cst.CSTNode | None) -> str | None:
     """``a.b.c`` for a Name/Attribute chain, else None."""
@@ -19,7 +21,9 @@ def dotted(node: cst.CSTNode | None) -> str | None:
 
 def receiver_text(node: cst.BaseExpression) -> str | None:
     """The name a method is called on: ``opt`` for ``opt.step()``, ``optimizers`` for
-    ``optimizers[i].step()``, ``self.optimizers`` for ``self.optimizers().step()``."""
+    ``optimizers[i].step()``, ``self.optimizers`` for ``self.optimizers().step()``,
+    ``self.lr_scheduler`` for ``none_throws(self.lr_scheduler).step()``."""
+    node = unwrapped(node)
     if isinstance(node, cst.Subscript):
         return dotted(node.value)
     if isinstance(node, cst.Call) and not node.args:

@@ -17,8 +17,9 @@ import ast
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from gradlint.names import Kind, constructor_kind, dotted_name, kind_by_name
+from gradlint.names import Kind, constructor_kind, dotted_name, element_kind_by_name, kind_by_name
 from gradlint.project.index import ProjectIndex
+from gradlint.project.rate_setters import copies_torch_schedule
 from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols, statements
 from gradlint.walks import walk
 
@@ -136,8 +137,9 @@ class KindReader:
     def class_kind(self, cls: ClassInfo, seen: frozenset[ClassInfo] = frozenset()) -> Kind | None:
         """The kind of an instance of project class ``cls``: that of a base outside the project
         (``torch.optim.Optimizer``) or in it, else that of what its ``step`` steps (a wrapper
-        whose ``step()`` steps ``self.optimizer`` and runs no backward of its own is an optimizer);
-        None when neither tells."""
+        whose ``step()`` steps ``self.optimizer`` and runs no backward of its own is an optimizer),
+        or a scheduler when that ``step()`` is a copy of torch's (:mod:`gradlint.project.rate_setters`);
+        None when none of these tells."""
         if cls in seen:
             return None
         symbols = self.index.symbols(cls.definition.path)
@@ -158,6 +160,8 @@ class KindReader:
         node = self.node(step) if step is not None else None
         if step is None or node is None or not _steps_like_an_optimizer(node):
             return None
+        if copies_torch_schedule(node):
+            return Kind.SCHEDULER
         own = self.attributes(cls)
         stepped = {own.kinds.get(func.value.attr, None if func.value.attr in own.clashes else kind_by_name(func.value.attr))
                    for func in (call.func for call in walk(node) if isinstance(call, ast.Call))
@@ -246,6 +250,8 @@ class _Assignments:
             found = self.reader.index.lookup(self.function.path, annotation) if annotation else None
             if isinstance(found, ClassInfo):  # `def after_train_iter(self, runner: Runner)`
                 self.locals.add_instance(arg.arg, found)
+            # `def __init__(self, models, optimizers, lr_schedulers=None)`: containers handed in
+            self.locals.add(self.locals.elements, arg.arg, element_kind_by_name(arg.arg))
         for child in _own_statements(node):
             if isinstance(child, ast.Assign):
                 for target in child.targets:
