@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import corpus
-from common import gradlint_argv, gradlint_env
+from common import REPO, gradlint_argv, gradlint_env
 from labelset import LabelFile
+
+if sys.path[:1] != [str(REPO)]:  # lint_text lints in this process: this checkout's gradlint, not an installed one
+    sys.path.insert(0, str(REPO))
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 GRADLINT_TIMEOUT_S = 1800.0

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -630,3 +631,12 @@ def test_step_into_micro_batch_under_accumulate_is_a_step_before_the_clip() -> N
         mutate(ACCUMULATE, kind, {"backward": 5, "zero_grad": 4, "step": 6}, True, (2, 6))
     scaled = ACCUMULATE_CLIP.replace("optimizer.step()", "scaler.step(optimizer)")
     assert mutate(scaled, kind, anchors, True, (2, 8)).code == "GL102"
+
+
+def test_the_harness_lints_in_process_with_this_checkout() -> None:
+    """``mutate.py`` lints each mutant in its own process (``lint_text``): started as a script from
+    ``benchmarks/``, it must import this checkout's gradlint, not an installed one of another."""
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    proc = subprocess.run([sys.executable, "-c", "import labelled_sources, gradlint; print(gradlint.__file__)"],
+                          cwd=BENCH, env=env, capture_output=True, text=True, check=True)
+    assert Path(proc.stdout.strip()).resolve() == (ROOT / "gradlint" / "__init__.py").resolve()
