@@ -16,8 +16,11 @@ from dataclasses import dataclass
 from pathlib import Path
 
 import corpus
-from common import gradlint_argv, gradlint_env
+from common import REPO, gradlint_argv, gradlint_env
 from labelset import LabelFile
+
+if sys.path[:1] != [str(REPO)]:  # lint_text lints in this process: this checkout's gradlint, not an installed one
+    sys.path.insert(0, str(REPO))
 
 CACHE = Path(__file__).resolve().parent / ".cache"
 GRADLINT_TIMEOUT_S = 1800.0
@@ -112,8 +115,9 @@ def lint_text(root: Path, path: str, text: str, select: str | None = None) -> li
     """gradlint's findings on ``text`` as if it were the file ``root/path``, through the public API
     in this process (what ``gradlint check --isolated`` would report on it, without a process per
     mutant)."""
-    from gradlint import SettingsError, lint_source
+    from gradlint import SettingsError
     from gradlint.config import Overrides, settings_for
+    from gradlint.engine import Reads, lint_source
 
     overrides = Overrides(select=(select,)) if select else Overrides()
     try:
@@ -121,4 +125,18 @@ def lint_text(root: Path, path: str, text: str, select: str | None = None) -> li
     except SettingsError as exc:
         raise SourceError(f"{root.name}/{path}: {exc}") from None
     # the absolute path places the text in its package's project (imports, project root), not in this checkout
-    return [Finding(path, d.line, d.code, d.message) for d in lint_source(text, str(root / path), settings)]
+    reads = Reads()  # hears the diagnostics the text's loops give in helpers of other modules
+    found = lint_source(text, str(root / path), settings, reads=reads)
+    return [Finding(_relative(d.path, root, path), d.line, d.code, d.message) for d in [*found, *reads.elsewhere]]
+
+
+def _relative(found: str, root: Path, path: str) -> str:
+    """A diagnostic's path from the package root: ``path`` for the linted text, another module's
+    file for an event of a helper written there."""
+    where = Path(found)
+    if not where.is_absolute() or where == root / path:
+        return path
+    try:
+        return where.relative_to(root).as_posix()
+    except ValueError:
+        return where.as_posix()

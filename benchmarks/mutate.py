@@ -24,10 +24,6 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from common import REPO
-
-sys.path.insert(0, str(REPO))  # lint_text imports gradlint in this process: this checkout's, not an installed one
-
 from labelled import add_common, load_labels, resolve
 from labelled_sources import Finding, SourceError, lint_files, lint_text
 from labelset import LabelError, LabelFile, Loop
@@ -60,8 +56,18 @@ class Harness:
     loops: int = 0
 
 
-def _keys(findings: Sequence[Finding]) -> set[tuple[str, int]]:
-    return {(f.code, f.line) for f in findings}
+Key = tuple[str, str, int]
+"""A finding as compared across a mutation: code, path, line."""
+
+
+def _keys(findings: Sequence[Finding]) -> set[Key]:
+    return {(f.code, f.path, f.line) for f in findings}
+
+
+def _names_loop(finding: Finding, path: str) -> bool:
+    """Whether ``finding``, written in another module, belongs to a loop of ``path``: gradlint
+    reports an event of a helper of another module there, naming the loop."""
+    return finding.path != path and f"(in the loop at {path}:" in finding.message
 
 
 @dataclass(frozen=True)
@@ -70,7 +76,7 @@ class _Job:
 
     base: Outcome
     mutant: Mutant
-    shifted: frozenset[tuple[str, int]]
+    shifted: frozenset[Key]
 
 
 def mutants_of(lab: LabelFile, loop: Loop, text: str, original: Sequence[Finding],
@@ -87,8 +93,9 @@ def mutants_of(lab: LabelFile, loop: Loop, text: str, original: Sequence[Finding
         if not parses(mutant.text):
             made.append(base)
             continue
-        shifted = frozenset((f.code, mutant.line_map[f.line]) for f in original
-                            if f.line in mutant.line_map)
+        shifted = frozenset((f.code, f.path, mutant.line_map[f.line]) for f in original
+                            if f.path == loop.path and f.line in mutant.line_map) | frozenset(
+            (f.code, f.path, f.line) for f in original if _names_loop(f, loop.path))
         made.append(_Job(base, mutant, shifted))
     return made
 
@@ -96,17 +103,22 @@ def mutants_of(lab: LabelFile, loop: Loop, text: str, original: Sequence[Finding
 def judge(job: _Job, findings: Sequence[Finding]) -> Outcome:
     """Caught when the expected code is reported on the expected line, or inside a function of
     the module that the statement on that line calls (gradlint reports an event where its call
-    is written: in the helper that holds it) or on another statement of the same defect (the
-    other arm's backward of a loss whose division was dropped), and nothing new appears
-    elsewhere: a second code on that same line (a clip moved into the micro-batch also
-    precedes the boundary's ``unscale_``) is a finding on the mutated statement, not elsewhere."""
-    new = sorted(_keys(findings) - job.shifted, key=lambda k: (k[1], k[0]))
+    is written: in the helper that holds it), and nothing new appears elsewhere: a second code
+    on that same line (a clip moved into the micro-batch also precedes the boundary's
+    ``unscale_``) is a finding on the mutated statement, not elsewhere; so is one on another
+    statement of the same defect (the other arm's backward of a loss whose division was
+    dropped). A finding in another
+    module that names this loop (the helper of another module holding the event) is in a
+    function the statement reaches too."""
+    path = job.base.path
+    named = {(f.code, f.path, f.line) for f in findings if _names_loop(f, path)}
+    new = sorted(_keys(findings) - job.shifted, key=lambda k: (k[1] != path, k[1], k[2], k[0]))
     code, line = job.base.code, job.base.line
-    places = {line} | job.mutant.also | helper_lines(job.mutant.text, line)
-    hit = {n for c, n in new if c == code and n in places}
-    caught = bool(hit) and all(n in hit for _, n in new)
+    places = {(path, n) for n in {line} | job.mutant.also | helper_lines(job.mutant.text, line)}
+    hit = {(p, n) for c, p, n in new if c == code and ((p, n) in places or (c, p, n) in named)}
+    caught = bool(hit) and all((p, n) in hit for _, p, n in new)
     return replace(job.base, status="caught" if caught else "missed",
-                   reported=tuple(f"{c}:{n}" for c, n in new))
+                   reported=tuple(f"{c}:{n}" if p == path else f"{c}:{p}:{n}" for c, p, n in new))
 
 
 def run_package(lab: LabelFile, root: Path, harness: Harness, jobs: int,

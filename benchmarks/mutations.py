@@ -388,7 +388,10 @@ def _only_zeroing(node: ast.If) -> bool:
 
 
 def _zeroing_block(block: list[ast.stmt]) -> bool:
-    return all(isinstance(s, ast.Expr) and len(_zeroings(s)) == 1 for s in block)
+    """Every statement is one zeroing: a call, ``p.grad = None``, or a loop of these over the
+    parameters (``for p in model.parameters(): p.grad = None``)."""
+    return all(isinstance(s, (ast.Expr, ast.Assign)) and len(_zeroings(s)) == 1
+               or isinstance(s, ast.For) and not s.orelse and _zeroing_block(s.body) for s in block)
 
 
 def _receiver(node: ast.AST) -> str | None:

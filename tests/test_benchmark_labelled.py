@@ -475,6 +475,25 @@ def test_a_mutant_is_caught_in_the_helper_its_moved_call_reaches() -> None:
     assert judged(("GL301", 11), ("GL303", 12)) == "missed"  # something new elsewhere
 
 
+def test_a_mutant_is_caught_in_a_helper_of_another_module_that_names_its_loop() -> None:
+    """gradlint reports an event of a helper written in another module at the helper's line, its
+    message naming the loop: that is the statement's call reached, not a finding elsewhere."""
+    from labelled_sources import Finding
+    from mutate import Outcome, _Job, judge
+    from mutations import Mutant
+
+    mutant = Mutant("drop-zero-grad", "GL304", HELPERS, 11, {n: n for n in range(1, 16)})
+    job = _Job(Outcome("p", "hook.py", "Hook.after_iter", "drop-zero-grad", "GL304", 11, "unparseable"),
+               mutant, frozenset())
+    named = Finding("common/base.py", 40, "GL304", "opt.step() runs but ... (in the loop at hook.py:8)")
+    other = Finding("common/base.py", 40, "GL304", "opt.step() runs but ... (in the loop at train.py:3)")
+    assert judge(job, [named]).status == "caught"
+    assert judge(job, [named]).reported == ("GL304:common/base.py:40",)
+    assert judge(job, [other]).status == "missed"  # another file's loop: not this mutant's
+    assert judge(job, [Finding("hook.py", 40, "GL304", "")]).status == "missed"  # line 40 of this file
+    assert judge(job, [named, Finding("hook.py", 12, "GL303", "")]).status == "missed"
+
+
 def test_a_mutant_that_does_not_compile_is_flagged() -> None:
     text = (TOY / "step_fn.py").read_text()
     kind = next(k for k in KINDS if k.code == "GL103")
@@ -558,6 +577,18 @@ def test_drop_zero_grad_deletes_the_if_of_alternative_zeroings() -> None:
     assert diff(text, mutant.text)[1:] == [
         "-        if fused:", "-            optimizer.zero_grad()", "-        else:",
         "-            optimizer.zero_grad(set_to_none=True)"]
+    assert mutant.expected_line == 4
+
+
+def test_drop_zero_grad_deletes_the_if_whose_other_branch_zeroes_in_a_loop() -> None:
+    """``if multi_gpu: optimizer.zero_grad() else: for p in ...: p.grad = None``: both branches
+    are zeroings, so the defect is the whole ``if`` gone, not one branch (which would leave the
+    other path zeroed)."""
+    text, mutant = _drop_zero("        if fused:\n            optimizer.zero_grad()\n        else:\n"
+                              "            for p in model.parameters():\n                p.grad = None\n", 6)
+    assert diff(text, mutant.text)[1:] == [
+        "-        if fused:", "-            optimizer.zero_grad()", "-        else:",
+        "-            for p in model.parameters():", "-                p.grad = None"]
     assert mutant.expected_line == 4
 
 
@@ -683,3 +714,4 @@ def test_step_into_micro_batch_under_accumulate_is_a_step_before_the_clip() -> N
         mutate(ACCUMULATE, kind, {"backward": 5, "zero_grad": 4, "step": 6}, True, (2, 6))
     scaled = ACCUMULATE_CLIP.replace("optimizer.step()", "scaler.step(optimizer)")
     assert mutate(scaled, kind, anchors, True, (2, 8)).code == "GL102"
+

@@ -40,8 +40,8 @@ def copies(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
 def test_every_project_layout_is_there() -> None:
     assert NAMES == ["callback_loop", "class_hierarchy", "counter_helpers", "ddp_caller", "distributed_data",
                      "epoch_driver", "handover_helpers", "helper_defects", "hf_trainer_subclass", "loss_contracts",
-                     "nested_package", "runner_hooks", "schedule_factory", "script_layout", "trainer_package",
-                     "window_counter"]
+                     "mixin_update", "nested_package", "runner_hooks", "schedule_factory", "script_layout",
+                     "trainer_package", "window_counter"]
     assert all(_markers(PROJECTS / name) for name in NAMES)
 
 

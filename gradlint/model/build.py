@@ -42,7 +42,7 @@ def build_loops(unit: UnitModel, resolve: Resolver | None = None) -> list[Traini
     scopes = find_scopes(unit, collector, events)
     for root, micro in scopes:
         loops.append(_place(unit, collector, root, micro, [e for e in events if e.inside(root)]))
-    outside = residual_update(unit, scopes, events)
+    outside = residual_update(unit, collector, scopes, events)
     if outside:
         loops.append(_place(unit, collector, unit.root, [], outside))
     return loops or update_scopes(unit, collector, events)

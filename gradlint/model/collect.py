@@ -13,6 +13,7 @@ from typing import Generic, TypeVar, cast
 import libcst as cst
 
 from gradlint.model.calls import classify
+from gradlint.model.closures import closure_call
 from gradlint.model.events import Event, Role, RoleRecord
 from gradlint.model.preorder import Preorder, preorder
 from gradlint.model.syntax import dotted
@@ -50,6 +51,7 @@ class Item(enum.Enum):
     WITH = "with"
     CALLEE = "callee"  # the last name of a call with no role, for TrainingLoop.callees
     CALL = "call"  # a call with no role of its own: perhaps a project function's, followed
+    CLOSURE = "closure"  # the closure a step is handed (`opt.step(closure)`): followed when it backpropagates
 
 
 @dataclass(frozen=True)
@@ -63,6 +65,7 @@ class SummaryItem:
     statement: cst.CSTNode | None = None
     name: str = ""
     followable: bool = False  # an event that is a project method's call when one resolves (`amp.backward(loss)`)
+    callee: cst.Call | None = None  # a CLOSURE's: a call of the name the step is handed, to resolve
 
 
 @dataclass
@@ -126,8 +129,15 @@ class Collector:
                 assert item.record is not None and item.statement is not None
                 if item.followable and self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries):
                     continue
-                self.events.append(Event(item.record, item.node, item.statement, unit, ancestors=ancestors,
+                record = item.record
+                if record.closure and id(item.node) in followed:  # its closure's backward is read before it
+                    record = dataclasses.replace(record, closure=False)
+                self.events.append(Event(record, item.node, item.statement, unit, ancestors=ancestors,
                                          callers=entries))
+            elif kind is Item.CLOSURE:
+                assert item.callee is not None
+                if self._follow(item.callee, unit, ancestors, chain, entries, site=cast(cst.Call, item.node)):
+                    followed.add(id(item.node))
             elif kind is Item.CALLEE:
                 if id(item.node) not in followed or "zero" in item.name:  # named for zeroing: it may, unread
                     self.callees.append((item.name, ancestors))
@@ -143,12 +153,18 @@ class Collector:
 
 
     def _follow(self, call: cst.Call, unit: UnitModel, ancestors: tuple[cst.CSTNode, ...], chain: list[UnitModel],
-                entries: tuple[tuple[cst.Call, UnitModel], ...]) -> bool:
-        """Splice the project training function ``call`` reaches, if any (never one being walked)."""
+                entries: tuple[tuple[cst.Call, UnitModel], ...], site: cst.Call | None = None) -> bool:
+        """Splice the project training function ``call`` reaches, if any (never one being walked).
+        With ``site`` (a step handed a closure; ``call`` calls the closure's name), only a local
+        closure that backpropagates is spliced, at the step: it runs inside the step, before the
+        update (``def closure(): opt.zero_grad(); loss.backward()`` / ``opt.step(closure)``)."""
         callee = self.resolver(call, unit) if self.resolver is not None else None
         if callee is None or self._budget <= 0 or any(callee is u for u in chain):
             return False
-        self._splice(callee, (*ancestors, call), [*chain, callee], (*entries, (call, unit)))
+        if site is not None and not _local_backward(callee, unit):
+            return False
+        at = site if site is not None else call
+        self._splice(callee, (*ancestors, at), [*chain, callee], (*entries, (at, unit)))
         return True
 
 
@@ -195,6 +211,9 @@ class _Walker:
     def _call(self, call: cst.Call) -> None:
         found = tuple(_optional_closure(r, call, self.unit) for r in classify(call, self.unit.facts))
         ancestors = self._stack()
+        closure = closure_call(call) if any(r.closure for r in found) else None
+        if closure is not None:
+            self.items.append(SummaryItem(Item.CLOSURE, call, ancestors, callee=closure))
         if found:
             for record in found:
                 self._add(record, call)
@@ -258,6 +277,18 @@ class _Walker:
         if isinstance(loop, cst.For) and dotted(loop.target) == dotted(target.value):
             return loop
         return None
+
+
+def _local_backward(closure: UnitModel, caller: UnitModel) -> bool:
+    """Whether ``closure`` is a function ``caller`` defines that backpropagates once itself: a
+    closure with a loop of its own (a full-batch L-BFGS closure accumulating over the loader) is
+    a window the step does not open, and is left a closure."""
+    own, outer = closure.unit, caller.unit
+    if closure.home != caller.home or not (outer.start_line < own.start_line and own.end_line <= outer.end_line):
+        return False
+    items = summary(closure).items
+    return not any(i.item is Item.LOOP for i in items) and any(
+        i.item is Item.EVENT and i.record is not None and i.record.role is Role.BACKWARD for i in items)
 
 
 def _optional_closure(record: RoleRecord, call: cst.Call, unit: UnitModel) -> RoleRecord:

@@ -50,13 +50,21 @@ def find_scopes(unit: UnitModel, collector: Collector, events: list[Event]) -> l
     return scopes
 
 
-def residual_update(unit: UnitModel, scopes: list[tuple[cst.CSTNode, list]], events: list[Event]) -> list[Event]:
-    """The events of a per-batch function that lie outside its training loops, when they hold
-    an update of their own (a backward and a step: a GAN's generator update after the loop of
-    discriminator steps); empty otherwise. The function is then a scope for these events."""
-    if not scopes or not isinstance(unit.root, cst.FunctionDef):
+def residual_update(unit: UnitModel, collector: Collector, scopes: list[tuple[cst.CSTNode, list]],
+                    events: list[Event]) -> list[Event]:
+    """The events of a per-batch function that lie outside its training loops and outside the
+    complete training loops of the helpers it calls, when they hold an update of their own (a
+    backward and a step: a GAN's generator update after the loop of discriminator steps; one
+    gradient step whose recovery path calls a helper that re-runs a warm-up loop); empty
+    otherwise. The function is then a scope for these events."""
+    if not isinstance(unit.root, cst.FunctionDef):
         return []
-    outside = [e for e in events if e.inside(unit.root) and not any(e.inside(root) for root, _ in scopes)]
+    updates = [root for root, _ in scopes] + [
+        site.node for site in collector.loops
+        if site.unit is not unit and _has(events, site.node, Role.BACKWARD) and _has(events, site.node, Role.STEP)]
+    if not updates:
+        return []
+    outside = [e for e in events if e.inside(unit.root) and not any(e.inside(root) for root in updates)]
     if _has(outside, unit.root, Role.BACKWARD) and _has(outside, unit.root, Role.STEP):
         return outside
     return []

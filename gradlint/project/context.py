@@ -19,6 +19,7 @@ from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader, ObjectKinds, local_kinds
 from gradlint.project.loaders import LoaderTracer
 from gradlint.project.method_aliases import method_aliases
+from gradlint.project.mixins import MixinMethods
 from gradlint.project.schedules import schedule_factories
 from gradlint.project.symbols import ClassInfo, Definition, Target
 from gradlint.project.window_counters import window_counters
@@ -47,6 +48,7 @@ class ProjectContext:
         self.index.record_reads(self.used, self.path)
         self.kinds = KindReader(self.index)
         self.loaders = LoaderTracer(self.kinds)
+        self.mixins = MixinMethods(self.index, self.kinds)
         self.extra_names = extra_names
         self._foreign: dict[Path, ForeignModule | None] = {}
         self._aliases: dict[ClassInfo, dict[str, str]] = {}
@@ -178,7 +180,10 @@ class ProjectContext:
                 cls = self.kinds.held(cls, owner)
             if cls is None:
                 return None
-            return self.index.method(cls, method) or self._aliased(cls, method)
+            own = self.index.method(cls, method) or self._aliased(cls, method)
+            if (own is None or self.mixins.declared_only(own)) and not owner:  # a mixin's: where it is mixed in
+                return self.mixins.method(cls, method) or own
+            return own
         found = self.index.lookup(path, dotted)
         return found if isinstance(found, Definition) else None
 

@@ -114,6 +114,12 @@ class ProjectIndex:
         self._disk[path] = (stamp, read)
         return read
 
+    def peek(self, path: Path) -> str | None:
+        """The module's text like :meth:`text`, not noted as read (a search that reads many
+        modules notes only those it uses)."""
+        read = self._text(path.absolute())
+        return read[0] if read is not None else None
+
     def digest(self, path: Path) -> str | None:
         """The content digest of the module's text (what a cached result that used it records)."""
         read = self._text(path.absolute())
@@ -181,7 +187,8 @@ class ProjectIndex:
         (depth-first, left to right: the MRO of single and simple multiple inheritance)."""
         return self._method(cls, name, _MAX_HOPS, set())
 
-    def _lookup(self, path: Path, parts: list[str], hops: int) -> Definition | ClassInfo | None:
+    def _lookup(self, path: Path, parts: list[str], hops: int,
+                starred: set[Path] | None = None) -> Definition | ClassInfo | None:
         symbols = self.symbols(path)
         if symbols is None or hops <= 0 or not parts:
             return None
@@ -199,11 +206,30 @@ class ProjectIndex:
             return self._lookup(target.path, inner, hops - 1) if inner else None
         if head in symbols.unresolved:
             return None
+        if symbols.stars and head not in symbols.external and not head.startswith("_"):
+            found = self._through_stars(symbols.stars, parts, hops, starred if starred is not None else {path})
+            if found is not None:
+                return found
         if path.name == "__init__.py":  # `pkg.mod.f` through a package that does not import mod
             submodule = module_file(path.parent, head)
             if submodule is not None and rest:
                 return self._lookup(submodule.absolute(), rest, hops - 1)
         return None
+
+    def _through_stars(self, stars: list[Path], parts: list[str], hops: int,
+                       starred: set[Path]) -> Definition | ClassInfo | None:
+        """What ``parts`` names through the modules imported with ``*`` (each read once per
+        look-up: star imports may form cycles); None unless exactly one thing."""
+        found: list[Definition | ClassInfo] = []
+        for star in stars:
+            star = star.absolute()
+            if star in starred:
+                continue
+            starred.add(star)
+            hit = self._lookup(star, parts, hops - 1, starred)
+            if hit is not None and hit not in found:
+                found.append(hit)
+        return found[0] if len(found) == 1 else None
 
     def _method(self, cls: ClassInfo, name: str, hops: int, seen: set[Definition]) -> Definition | None:
         if name in cls.methods:

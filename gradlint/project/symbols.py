@@ -56,6 +56,7 @@ class ModuleSymbols:
     classes: dict[str, ClassInfo] = field(default_factory=dict)
     external: dict[str, str] = field(default_factory=dict)  # names imported from outside: local -> qualified
     unresolved: set[str] = field(default_factory=set)  # names bound more than one way
+    stars: list[Path] = field(default_factory=list)  # project modules it imports `*` from, in order
     absent: set[Path] = field(default_factory=set)  # module files its imports looked for and did not find
 
 
@@ -69,6 +70,7 @@ def read_symbols(tree: ast.Module, path: Path, root: Path) -> ModuleSymbols:
             if folders is None:
                 folders = list(search_bases(path, root))
             targets = _import_targets(node, path, root, folders, symbols.absent)
+            symbols.stars += _star_module(node, path, root, folders, symbols.absent)
             for local, target in targets:
                 _bind(symbols.imports, local, target, clashes)
             inside = {local for local, _ in targets}
@@ -81,13 +83,30 @@ def read_symbols(tree: ast.Module, path: Path, root: Path) -> ModuleSymbols:
         elif isinstance(node, ast.ClassDef):
             methods = {item.name: _definition(item, path, f"{node.name}.{item.name}") for item in node.body
                        if isinstance(item, (ast.FunctionDef, ast.AsyncFunctionDef))}
-            bases = tuple(name for name in map(dotted_name, node.bases) if name)
+            bases = tuple(name for name in map(_base_name, node.bases) if name)
             _bind(symbols.classes, node.name, ClassInfo(_definition(node, path, node.name), bases, methods), clashes)
     for name in clashes:
         for table in (symbols.imports, symbols.functions, symbols.classes, symbols.external):
             table.pop(name, None)
     symbols.unresolved |= clashes
     return symbols
+
+
+def _base_name(node: ast.expr) -> str | None:
+    """A base as its dotted name, a generic one's too (``Mixin[T]`` is class ``Mixin``)."""
+    return dotted_name(node.value if isinstance(node, ast.Subscript) else node)
+
+
+def _star_module(node: ast.Import | ast.ImportFrom, path: Path, root: Path, bases: list[Path],
+                 absent: set[Path]) -> list[Path]:
+    """The project module that ``from m import *`` reads its names from, if any."""
+    if not isinstance(node, ast.ImportFrom) or not any(alias.name == "*" for alias in node.names):
+        return []
+    if node.level:
+        found = module_file(_relative_base(path, node.level), node.module or "", absent)
+    else:
+        found = _locate(node.module or "", bases, root, absent)
+    return [found] if found is not None and within(found, root) else []
 
 
 def statements(body: list[ast.stmt]) -> Iterator[ast.stmt]:

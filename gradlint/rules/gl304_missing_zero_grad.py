@@ -88,6 +88,8 @@ def _zeroed(loop: TrainingLoop, step: Event, steps: list[Event]) -> bool:
     for zero in loop.of(Role.ZERO_GRAD):
         if _on_failure_only(zero, step) or _other_update_path(loop, zero, step):
             continue
+        if any(s is not step and zero.inside(s.node) for s in steps):
+            continue  # in the closure another step runs (`opt.step(closure)`): it clears for that step only
         held = held_optimizer(zero)
         if zero.kind is not Kind.OPTIMIZER or held not in stepped or held == held_optimizer(step):
             return True
