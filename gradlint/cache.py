@@ -263,11 +263,15 @@ class Cache:
         if not uses:
             return True
         from gradlint.project.index import module_digest  # only for an entry that read other modules
+        from gradlint.project.layout import LISTING, listing_digest, python_files
 
         digests = self._digests
         for path, digest in uses.items():
             if path not in digests:
-                digests[path] = None if self._absences.absent(path) else module_digest(Path(path))
+                if digest is not None and digest.startswith(LISTING):  # a folder the lint searched
+                    digests[path] = listing_digest(python_files(Path(path)))
+                else:
+                    digests[path] = None if self._absences.absent(path) else module_digest(Path(path))
             if digests[path] != digest:
                 return False
         return True

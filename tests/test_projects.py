@@ -328,3 +328,40 @@ def test_a_shared_index_reads_an_importer_again_when_its_module_appears(tmp_path
     assert lint() == []
     (tmp_path / "helpers.py").write_text(HELPER, encoding="utf-8")
     assert lint() == [(2, "GL305")]
+
+
+NEW_MIXER = """\
+from .base import AmpTemplate
+from .updates.sgd import UnzeroedUpdate
+
+
+class ScaledUnzeroed(UnzeroedUpdate[int], AmpTemplate[int]):
+    pass
+"""
+
+
+def test_a_class_mixing_a_mixin_in_anew_re_lints_the_mixin(copies: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    """A mixin's ``self`` calls reach the one definition the classes mixing it in give it, found
+    by searching the project: its cached result holds while no Python file appears, disappears
+    or changes there. A new module mixing ``UnzeroedUpdate`` into a second template makes its
+    step ambiguous (nothing said); an edit of a module that names no mixin does too."""
+    project = copies / "mixin_update"
+    monkeypatch.chdir(project)
+    mixin = Path("strategies/updates/sgd.py")
+    linted = _counting_lints(monkeypatch)
+
+    def check() -> list[tuple[str, int, str]]:
+        result = run([mixin], default_settings(), cache=Cache(project / CACHE_DIR_NAME))
+        return sorted((Path(d.path).as_posix(), d.line, d.code) for d in result.diagnostics)
+
+    found = [("strategies/base.py", 22, "GL304"), ("strategies/updates/sgd.py", 31, "GL305")]
+    assert check() == found and linted == [mixin]
+    assert check() == found and linted == [mixin]  # answered from the cache
+    (project / "strategies" / "more.py").write_text(NEW_MIXER, encoding="utf-8")
+    assert check() == [("strategies/updates/sgd.py", 31, "GL305")] and len(linted) == 2
+    (project / "strategies" / "more.py").unlink()
+    assert check() == found and len(linted) == 3
+    init = project / "strategies" / "__init__.py"
+    init.write_text(init.read_text(encoding="utf-8") + "\n" + NEW_MIXER.replace("from .", "from strategies."),
+                    encoding="utf-8")
+    assert check() == [("strategies/updates/sgd.py", 31, "GL305")] and len(linted) == 4

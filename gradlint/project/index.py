@@ -15,7 +15,7 @@ from collections.abc import Callable, Hashable, Mapping
 from pathlib import Path
 from typing import TypeVar, cast
 
-from gradlint.project.layout import module_file, project_root
+from gradlint.project.layout import listing_digest, module_file, project_root
 from gradlint.project.symbols import ClassInfo, Definition, ModuleSymbols, read_symbols
 from gradlint.source import SourceError, decode, parse_python, read_source_file
 
@@ -114,11 +114,11 @@ class ProjectIndex:
         self._disk[path] = (stamp, read)
         return read
 
-    def peek(self, path: Path) -> str | None:
-        """The module's text like :meth:`text`, not noted as read (a search that reads many
-        modules notes only those it uses)."""
-        read = self._text(path.absolute())
-        return read[0] if read is not None else None
+    def note_listing(self, root: Path, files: list[Path] | None) -> None:
+        """Note that this lint searched the Python ``files`` under ``root`` (every one of them
+        read with :meth:`text`): its result holds while no file appears or disappears there."""
+        if self._log is not None:
+            self._log[root.absolute()] = listing_digest(files)
 
     def digest(self, path: Path) -> str | None:
         """The content digest of the module's text (what a cached result that used it records)."""

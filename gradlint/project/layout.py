@@ -11,11 +11,21 @@ runs with ``pkg`` importable, wherever the package sits in the project).
 
 from __future__ import annotations
 
+import hashlib
+import os
 from collections.abc import Iterator
 from functools import lru_cache
 from pathlib import Path
 
 ROOT_MARKERS = ("pyproject.toml", "gradlint.toml", ".gradlint.toml", ".git")
+
+MAX_LISTED_FILES = 5000
+"""How many Python files :func:`python_files` lists at most (a larger project: no listing)."""
+
+LISTING = "listing:"
+"""The prefix of a :func:`listing_digest`: a cached result recorded it for a folder it searched."""
+
+_SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "build", "dist", "__pycache__"})
 
 
 def project_root(path: Path) -> Path:
@@ -82,3 +92,22 @@ def within(path: Path, root: Path) -> bool:
     except ValueError:
         return False
     return True
+
+
+def python_files(root: Path) -> list[Path] | None:
+    """The Python files under ``root``, sorted (hidden and build folders left out); None past
+    :data:`MAX_LISTED_FILES`."""
+    files: list[Path] = []
+    for folder, subfolders, names in os.walk(root):
+        subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
+        files += [Path(folder, n) for n in sorted(names) if n.endswith(".py")]
+        if len(files) > MAX_LISTED_FILES:
+            return None
+    return files
+
+
+def listing_digest(files: list[Path] | None) -> str:
+    """A digest of which Python files a folder holds (:func:`python_files`), so a cached result
+    that searched the folder misses once a file appears or disappears there."""
+    names = "\n".join(str(f) for f in files) if files is not None else "(too many)"
+    return LISTING + hashlib.sha256(names.encode("utf-8", "surrogateescape")).hexdigest()

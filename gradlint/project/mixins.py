@@ -14,25 +14,17 @@ only when it has no base outside the project but ``typing``'s (``Generic``, ``Pr
 from __future__ import annotations
 
 import ast
-import os
 import re
 from pathlib import Path
 
 from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader
-from gradlint.project.layout import project_root
+from gradlint.project.layout import project_root, python_files
 from gradlint.project.symbols import ClassInfo, Definition
 
 _NEUTRAL_BASES = frozenset({"typing.Generic", "typing.Protocol", "typing_extensions.Protocol", "abc.ABC", "object",
                             "Generic", "Protocol", "ABC"})
 """Bases outside the project that give a class no methods of its own to call."""
-
-_MAX_FILES = 5000
-"""How many project files the search for a mixin's subclasses reads at most (a larger project:
-no answer)."""
-
-_SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "build", "dist", "__pycache__"})
-
 
 class MixinMethods:
     """The methods the classes mixing in a project class give its ``self`` calls, for one lint."""
@@ -85,7 +77,7 @@ class MixinMethods:
         word = re.compile(rf"\b{re.escape(cls.definition.qualname)}\b")
         found: list[ClassInfo] = []
         for path in files or []:
-            text = self.index.peek(path)
+            text = self.index.text(path)  # noted: an edit anywhere may add a class mixing it in
             if text is None or not word.search(text):
                 continue
             symbols = self.index.symbols(path)
@@ -97,16 +89,11 @@ class MixinMethods:
         return found
 
     def _project_files(self, root: Path) -> list[Path] | None:
-        """The Python files under ``root`` (hidden and build folders left out); None past
-        :data:`_MAX_FILES`."""
+        """The Python files of the project under ``root`` (:func:`python_files`), noted in the
+        index's log: a file that appears there may mix the class in."""
         if root not in self._files:
-            files: list[Path] = []
-            for folder, subfolders, names in os.walk(root):
-                subfolders[:] = sorted(d for d in subfolders if not d.startswith(".") and d not in _SKIPPED_FOLDERS)
-                files += [Path(folder, n) for n in sorted(names) if n.endswith(".py")]
-                if len(files) > _MAX_FILES:
-                    break
-            self._files[root] = files if len(files) <= _MAX_FILES else None
+            self._files[root] = python_files(root)
+        self.index.note_listing(root, self._files[root])
         return self._files[root]
 
 
