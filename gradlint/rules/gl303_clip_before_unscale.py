@@ -14,12 +14,16 @@ from gradlint.rules.readers import call_text, last_backwards, on_engine_path, qu
 
 class ClipBeforeUnscale(Rule):
     info = CATALOGUE["GL303"]
+    reads_update_scopes = True  # a function that only updates: a clip before its own unscale_
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         unscaling = [e for e in loop.of(Role.UNSCALE, Role.STEP) if e.role is Role.UNSCALE or e.kind is Kind.SCALER]
         for clip in loop.of(Role.CLIP):
             if clip.framework != "torch" or on_engine_path(loop, clip):
                 continue  # accelerator / fabric / Lightning clipping unscales first; DeepSpeed owns it
+            if loop.update_only:
+                yield from self._before_own_unscale(loop, clip, unscaling)
+                continue
             for backward in last_backwards(loop, clip):
                 if not _scaled(loop, backward):
                     continue
@@ -33,6 +37,19 @@ class ClipBeforeUnscale(Rule):
                               "clipping threshold means nothing; unscale them first, in the same update.")
                 break
 
+    def _before_own_unscale(self, loop: TrainingLoop, clip: Event, unscaling: list[Event]) -> Iterator[Finding]:
+        """In a function that only updates (its caller backpropagates): a clip followed by the
+        scaler's ``unscale_`` on its path, with none before it, clipped scaled gradients (a
+        second ``unscale_`` after the caller's own would raise)."""
+        if any(loop.flows(u, clip) for u in unscaling):
+            return
+        unscale = next((u for u in loop.of(Role.UNSCALE) if loop.flows(clip, u)), None)
+        if unscale is not None:
+            yield Finding(clip.span, f"{call_text(loop, clip)} clips scaled gradients; call "
+                          f"{call_text(loop, unscale)} first", self.fix(_unscale_first, loop, clip),
+                          detail="The gradients are still multiplied by the GradScaler's loss scale until the "
+                          "unscale_ that follows, so the clipping threshold means nothing; unscale them first.")
+
     VALID = (
         """\
 def train(model, loader, optimizer, scaler):
@@ -43,6 +60,12 @@ def train(model, loader, optimizer, scaler):
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad()
+""",
+        """\
+def step_optimizer(optimizer, scaler, parameters):
+    torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+    scaler.step(optimizer)
+    scaler.update()
 """,
     )
     INVALID = (
@@ -63,6 +86,19 @@ def train(model, loader, optimizer, scaler):
         scaler.step(optimizer)
         scaler.update()
         optimizer.zero_grad()
+"""),
+        Invalid("""\
+def step_optimizer(optimizer, scaler, parameters):
+    torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+    scaler.unscale_(optimizer)
+    scaler.step(optimizer)
+    scaler.update()
+""", ((2, "GL303"),), fixed="""\
+def step_optimizer(optimizer, scaler, parameters):
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+    scaler.step(optimizer)
+    scaler.update()
 """),
     )
 
