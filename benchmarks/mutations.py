@@ -557,7 +557,8 @@ def parses(text: str) -> bool:
 
 def helper_lines(text: str, line: int, depth: int = 3) -> frozenset[int]:
     """The lines of the module's functions that the statement starting on ``line`` calls (by
-    name, ``self.clip_grads(...)`` or ``clip_grads(...)``), and of what they call, ``depth``
+    name, ``self.clip_grads(...)`` or ``clip_grads(...)``, or hands to a call by name:
+    ``self._with_events(self._step, 'step')``, which runs it), and of what they call, ``depth``
     calls deep. gradlint reports an event where its call is written, in the helper when a
     helper holds it, so a mutant that moves or deletes a call to a helper is reported there."""
     try:
@@ -577,12 +578,23 @@ def helper_lines(text: str, line: int, depth: int = 3) -> frozenset[int]:
         reached: list[ast.AST] = []
         for node in todo:
             for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
-                func = call.func
-                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-                for function in functions.get(name or "", []):
-                    span = range(function.lineno, (function.end_lineno or function.lineno) + 1)
-                    if not found.issuperset(span):
-                        found.update(span)
-                        reached.append(function)
+                handed = [a for a in [*call.args, *(k.value for k in call.keywords)] if _reference(a)]
+                for name in (_name_of(f) for f in [call.func, *handed]):
+                    for function in functions.get(name or "", []):
+                        span = range(function.lineno, (function.end_lineno or function.lineno) + 1)
+                        if not found.issuperset(span):
+                            found.update(span)
+                            reached.append(function)
         todo = reached
     return frozenset(found)
+
+
+def _reference(node: ast.expr) -> bool:
+    """A function handed over by name: ``train_step`` or ``self._step``."""
+    return isinstance(node, ast.Name) or (
+        isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self")
+
+
+def _name_of(node: ast.expr) -> str | None:
+    """The last name of ``f`` / ``self.f`` (a function called or handed over by name)."""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None

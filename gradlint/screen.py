@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gradlint.callable_params import parameter_names, passed_references
 from gradlint.model.framework_methods import BOUNDARY_WORD, boundary_owned_methods
 from gradlint.names import (
     CLIP_FUNCTIONS,
@@ -279,6 +280,7 @@ class _Collector(ast.NodeVisitor):
             self._calls[-1].add(func.id)
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             self._calls[-1].add(func.attr)
+        self._calls[-1] |= passed_references(node)  # a helper handed `self._step` may call it
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("zero_grad", "zero_", "clear_grad", "clear_gradients"):
             self._zeroes()
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("prepare", "prepare_scheduler"):
@@ -334,7 +336,7 @@ class _Collector(ast.NodeVisitor):
         if zeroes:
             self._arity(node, in_class=bool(outer_class))
         self._left_scope(calls, zeroes)
-        if self._stack.pop()[0]:
+        if self._stack.pop()[0] or calls & parameter_names(node):  # it may run a training function it is handed
             self.units.append(unit)
         else:
             self.callers.append((unit, calls))

@@ -399,6 +399,27 @@ def test_helper_lines_are_the_functions_a_statement_reaches() -> None:
     assert helper_lines("def broken(:\n", 1) == frozenset()
 
 
+HANDED = """\
+class Learner:
+    def _with_events(self, f, name):
+        f()
+
+    def _step(self):
+        self.opt.step()
+
+    def _do_grad_opt(self):
+        self._with_events(self._step, 'step')
+        self._with_events(self.opt, 'opt')
+"""
+
+
+def test_helper_lines_follow_a_function_handed_to_a_call() -> None:
+    # line 9 hands self._step (lines 5-6) to self._with_events (lines 2-3), which runs it: the
+    # step is reported where it is written; `self.opt` (line 10) names no function of the module
+    assert helper_lines(HANDED, 9) == frozenset({2, 3, 5, 6})
+    assert helper_lines(HANDED, 10) == frozenset({2, 3})
+
+
 def test_a_mutant_is_caught_in_the_helper_its_moved_call_reaches() -> None:
     from labelled_sources import Finding
     from mutate import Outcome, _Job

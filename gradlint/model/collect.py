@@ -14,6 +14,7 @@ import libcst as cst
 
 from gradlint.model.calls import classify
 from gradlint.model.events import Event, Role, RoleRecord
+from gradlint.model.passed_callables import passed_call
 from gradlint.model.preorder import Preorder, preorder
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
@@ -132,7 +133,7 @@ class Collector:
                 if id(item.node) not in followed or "zero" in item.name:  # named for zeroing: it may, unread
                     self.callees.append((item.name, ancestors))
             elif kind is Item.CALL:
-                if self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries):
+                if self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries, item.ancestors):
                     followed.add(id(item.node))
             elif kind is Item.LOOP:
                 self.loops.append(Site(cast("cst.For | cst.While", item.node), ancestors, unit))
@@ -143,9 +144,14 @@ class Collector:
 
 
     def _follow(self, call: cst.Call, unit: UnitModel, ancestors: tuple[cst.CSTNode, ...], chain: list[UnitModel],
-                entries: tuple[tuple[cst.Call, UnitModel], ...]) -> bool:
-        """Splice the project training function ``call`` reaches, if any (never one being walked)."""
+                entries: tuple[tuple[cst.Call, UnitModel], ...], own: tuple[cst.CSTNode, ...] | None = None) -> bool:
+        """Splice the project training function ``call`` reaches, if any (never one being walked):
+        one the caller of ``unit`` handed it when ``call`` runs that parameter (``own``: the
+        call's ancestors in ``unit``; None for a call that has a role of its own)."""
         callee = self.resolver(call, unit) if self.resolver is not None else None
+        passed = passed_call(call, unit, own, entries[-1]) if callee is None and own is not None and entries else None
+        if passed is not None and self.resolver is not None:
+            callee = self.resolver(passed, entries[-1][1])
         if callee is None or self._budget <= 0 or any(callee is u for u in chain):
             return False
         self._splice(callee, (*ancestors, call), [*chain, callee], (*entries, (call, unit)))
