@@ -343,6 +343,14 @@ def test_mutations_that_would_not_inject_one_defect_do_not_apply() -> None:
     with pytest.raises(NotApplicable, match="also holds the step anchor"):
         mutate(ONE_UPDATE_CALL, by_name["clip-into-micro-batch"],
                {"backward": 5, "clip": 7, "step": 7, "scheduler": 7}, accumulates=True)
+    # the same call labelled as the step only: the helper it calls also clips and zeroes, and
+    # moving the call moves them too
+    with pytest.raises(NotApplicable, match="a helper the step statement calls also holds a clip call"):
+        mutate(ONE_UPDATE_CALL, by_name["step-into-micro-batch"], {"backward": 5, "step": 7}, accumulates=True)
+    only_step = ONE_UPDATE_CALL.replace("        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n", "")
+    only_step = only_step.replace("        optimizer.zero_grad()\n", "")
+    assert mutate(only_step, by_name["step-into-micro-batch"], {"backward": 5, "step": 7},
+                  accumulates=True).expected_line == 6
     # beside a call that runs the whole micro-batch loop is after the window, not in it
     with pytest.raises(NotApplicable, match="calls a helper holding the whole micro-batch loop"):
         mutate(WINDOW_IN_HELPER, by_name["step-into-micro-batch"],
