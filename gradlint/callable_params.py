@@ -20,6 +20,20 @@ def passed_references(call: ast.Call) -> set[str]:
     return found
 
 
+def calls_parameter(function: ast.FunctionDef | ast.AsyncFunctionDef) -> bool:
+    """Whether ``function`` itself (not a function or lambda it defines) calls one of its
+    parameters by name (``f()``; ``self`` and ``cls`` are not counted)."""
+    names = parameter_names(function)
+    todo: list[ast.AST] = [*function.body]
+    while todo:
+        node = todo.pop()
+        if isinstance(node, ast.Call) and isinstance(node.func, ast.Name) and node.func.id in names:
+            return True
+        if not isinstance(node, (ast.FunctionDef, ast.AsyncFunctionDef, ast.Lambda, ast.ClassDef)):
+            todo.extend(ast.iter_child_nodes(node))
+    return False
+
+
 def parameter_names(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
     """The parameters of ``function`` a call may name (not ``self`` or ``cls``)."""
     args = function.args
