@@ -12,6 +12,7 @@ from typing import Generic, TypeVar, cast
 
 import libcst as cst
 
+from gradlint.model.bound_methods import bound_method_roles
 from gradlint.model.calls import classify
 from gradlint.model.events import Event, Role, RoleRecord
 from gradlint.model.passed_callables import passed_call
@@ -135,6 +136,10 @@ class Collector:
             elif kind is Item.CALL:
                 if self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries, item.ancestors):
                     followed.add(id(item.node))
+                else:  # `step_fn = optimizer.step`, then `step_fn()`
+                    assert item.statement is not None
+                    self.events += [Event(r, item.node, item.statement, unit, ancestors=ancestors, callers=entries)
+                                    for r in bound_method_roles(cast(cst.Call, item.node), unit)]
             elif kind is Item.LOOP:
                 self.loops.append(Site(cast("cst.For | cst.While", item.node), ancestors, unit))
             elif kind is Item.IF:
@@ -209,7 +214,7 @@ class _Walker:
             if any(r.role is Role.ZERO_GRAD for r in found) or not self._wrapper_method(call):
                 return  # its role says what it does: not a callee that may zero (TrainingLoop.calls_zeroing)
         else:
-            self.items.append(SummaryItem(Item.CALL, call, ancestors))
+            self.items.append(SummaryItem(Item.CALL, call, ancestors, statement=self._statement or call))
         callee = dotted(call.func) or ""
         if callee:
             self.items.append(SummaryItem(Item.CALLEE, call, ancestors, name=callee.rsplit(".", 1)[-1]))
