@@ -10,12 +10,13 @@ the original, so findings can be compared across the edit.
 from __future__ import annotations
 
 import ast
+import re
 from collections.abc import Callable, Mapping
 from dataclasses import dataclass
 from typing import Any
 
+from gradlint.names import CLIP_FUNCTIONS, kind_by_name
 from gradlint.names import Kind as ObjectKind
-from gradlint.names import kind_by_name
 
 Anchors = Mapping[str, int | None]
 
@@ -199,6 +200,42 @@ def _alone(stmt: ast.stmt, anchor: str, a: Anchors) -> None:
             raise NotApplicable(f"the {anchor} statement also holds the {other} anchor")
 
 
+def _helper_alone(src: _Source, stmt: ast.stmt, anchor: str) -> None:
+    """Raise NotApplicable when a function of the module that ``stmt`` calls by its own name or
+    as ``self``'s method (not the function holding ``stmt``) also holds another update call:
+    ``self.update_with_accumulated_grad()``, the step anchor, whose body clips and steps. Moving
+    the statement moves that call with it, injecting several defects at once."""
+    names = {_name_of(c.func) for c in ast.walk(stmt) if isinstance(c, ast.Call) and _reference(c.func)}
+    around = _ancestors(src, stmt)
+    helpers = [f for f in ast.walk(src.tree) if isinstance(f, (ast.FunctionDef, ast.AsyncFunctionDef))
+               and f.name in names and f not in around]
+    for node in (n for helper in helpers for n in ast.walk(helper)):
+        kind = _update_call(node)
+        if kind is not None and kind != anchor:
+            raise NotApplicable(f"a helper the {anchor} statement calls also holds a {kind} call")
+
+
+_CLIP_NAME = re.compile(r"^clip_\w*grad|^grad(ient)?s?_clip")
+"""A clipping function's or method's name, as gradlint reads one (``clip_l2_grad_norm_``)."""
+
+
+def _update_call(node: ast.AST) -> str | None:
+    """The update anchor kind of a call: ``clip``, ``zero_grad``, ``unscale``, or ``step`` (an
+    optimizer's, by its receiver's name); None for any other node."""
+    if _zeroings(node) == [node]:
+        return "zero_grad"
+    if not isinstance(node, ast.Call):
+        return None
+    name = _name_of(node.func) or ""
+    if name in CLIP_FUNCTIONS or _CLIP_NAME.search(name):
+        return "clip"
+    if name == "unscale_":
+        return "unscale"
+    if name == "step" and isinstance(node.func, ast.Attribute) and _optimizer(ast.unparse(node.func.value)):
+        return "step"
+    return None
+
+
 def _window_in_helper(src: _Source, backward: ast.stmt) -> bool:
     """Whether the backward statement calls a function of the module whose own loop holds the
     backward (``self.train_batch(batch)`` running the micro-batch loop): next to that call is
@@ -212,6 +249,7 @@ def _into_micro(anchor: str) -> Callable[[_Source, Anchors], int]:
     def mutate(src: _Source, a: Anchors) -> int:
         stmt = src.statement(a.get(anchor), anchor)
         _alone(stmt, anchor, a)
+        _helper_alone(src, stmt, anchor)
         backward = src.statement(a.get("backward"), "backward")
         if _window_in_helper(src, backward) or _calls_micro_loop(src, backward):
             raise NotApplicable("the backward anchor calls a helper holding the whole micro-batch loop: "
@@ -607,7 +645,8 @@ def parses(text: str) -> bool:
 
 def helper_lines(text: str, line: int, depth: int = 3) -> frozenset[int]:
     """The lines of the module's functions that the statement starting on ``line`` calls (by
-    name, ``self.clip_grads(...)`` or ``clip_grads(...)``), and of what they call, ``depth``
+    name, ``self.clip_grads(...)`` or ``clip_grads(...)``, or hands to a call by name:
+    ``self._with_events(self._step, 'step')``, which runs it), and of what they call, ``depth``
     calls deep. gradlint reports an event where its call is written, in the helper when a
     helper holds it, so a mutant that moves or deletes a call to a helper is reported there."""
     try:
@@ -627,12 +666,23 @@ def helper_lines(text: str, line: int, depth: int = 3) -> frozenset[int]:
         reached: list[ast.AST] = []
         for node in todo:
             for call in (n for n in ast.walk(node) if isinstance(n, ast.Call)):
-                func = call.func
-                name = func.attr if isinstance(func, ast.Attribute) else func.id if isinstance(func, ast.Name) else None
-                for function in functions.get(name or "", []):
-                    span = range(function.lineno, (function.end_lineno or function.lineno) + 1)
-                    if not found.issuperset(span):
-                        found.update(span)
-                        reached.append(function)
+                handed = [a for a in [*call.args, *(k.value for k in call.keywords)] if _reference(a)]
+                for name in (_name_of(f) for f in [call.func, *handed]):
+                    for function in functions.get(name or "", []):
+                        span = range(function.lineno, (function.end_lineno or function.lineno) + 1)
+                        if not found.issuperset(span):
+                            found.update(span)
+                            reached.append(function)
         todo = reached
     return frozenset(found)
+
+
+def _reference(node: ast.expr) -> bool:
+    """A function handed over by name: ``train_step`` or ``self._step``."""
+    return isinstance(node, ast.Name) or (
+        isinstance(node, ast.Attribute) and isinstance(node.value, ast.Name) and node.value.id == "self")
+
+
+def _name_of(node: ast.expr) -> str | None:
+    """The last name of ``f`` / ``self.f`` (a function called or handed over by name)."""
+    return node.attr if isinstance(node, ast.Attribute) else node.id if isinstance(node, ast.Name) else None

@@ -14,6 +14,7 @@ import unicodedata
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
+from gradlint.callable_params import calls_parameter, parameter_names, passed_references
 from gradlint.gradless import names_no_gradient
 from gradlint.model.framework_methods import BOUNDARY_WORD, boundary_owned_methods
 from gradlint.names import (
@@ -216,6 +217,8 @@ class _Collector(ast.NodeVisitor):
         self.gradless: dict[str, bool] = {}  # zero-named functions: whether every definition names no gradient
         self.callers: list[tuple[Unit, set[str]]] = []  # units without training calls, and what they call
         self.waiting: list[tuple[Unit, frozenset[str]]] = []  # those no training function of the module promotes
+        self.handed: list[tuple[str, set[str]]] = []  # the callee's last name, the references a call hands it
+        self.parameter_callers: set[Unit] = set()  # functions that call one of their parameters
         self._methods: dict[type, Callable[[_Collector, ast.AST], object]] = {}  # functions: no cycle
 
     # the walk: ast.NodeVisitor's, with its method look-up remembered and leaves skipped --------
@@ -285,6 +288,10 @@ class _Collector(ast.NodeVisitor):
             self._calls[-1].add(func.id)
         elif isinstance(func, ast.Attribute) and isinstance(func.value, ast.Name) and func.value.id == "self":
             self._calls[-1].add(func.attr)
+        handed = passed_references(node)  # a helper handed `self._step` may call it
+        if handed:
+            self._calls[-1] |= handed
+            self.handed.append(((dotted_name(func) or "").rsplit(".", 1)[-1], handed))
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("zero_grad", "zero_", "clear_grad", "clear_gradients"):
             self._zeroes()
         if isinstance(node.func, ast.Attribute) and node.func.attr in ("prepare", "prepare_scheduler"):
@@ -342,6 +349,8 @@ class _Collector(ast.NodeVisitor):
         if zeroes:
             self._arity(node, in_class=bool(outer_class))
         self._left_scope(calls, zeroes)
+        if calls & parameter_names(node) and calls_parameter(node):
+            self.parameter_callers.add(unit)
         if self._stack.pop()[0]:
             self.units.append(unit)
         else:
@@ -369,10 +378,14 @@ class _Collector(ast.NodeVisitor):
     def promote_callers(self) -> None:
         """A function that calls one of the module's training functions trains through it
         (``for batch in loader: self.train_step(batch)``): it is a unit too, at any number of
-        levels up (calls are followed to any depth). The rest become ``other_units`` when
-        every unit is wanted."""
+        levels up (calls are followed to any depth). So is a function that calls a parameter
+        and is handed a function of the module by name somewhere (``_with_events(self, f)``
+        handed ``self._step``). The rest become ``other_units`` when every unit is wanted."""
+        handed_to = {callee for callee, names in self.handed if names & self.facts.functions.keys()}
+        runners = {u for u, _ in self.callers if u in self.parameter_callers and u.name in handed_to}
+        self.units.extend(u for u, _ in self.callers if u in runners)
         trainers = {u.name for u in self.units}
-        waiting = list(self.callers)
+        waiting = [(u, calls) for u, calls in self.callers if u not in runners]
         promoted = [(u, calls) for u, calls in waiting if calls & trainers]
         while promoted:
             waiting = [(u, calls) for u, calls in waiting if not calls & trainers]

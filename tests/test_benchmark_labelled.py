@@ -396,6 +396,14 @@ def test_mutations_that_would_not_inject_one_defect_do_not_apply() -> None:
     with pytest.raises(NotApplicable, match="also holds the step anchor"):
         mutate(ONE_UPDATE_CALL, by_name["clip-into-micro-batch"],
                {"backward": 5, "clip": 7, "step": 7, "scheduler": 7}, accumulates=True)
+    # the same call labelled as the step only: the helper it calls also clips and zeroes, and
+    # moving the call moves them too
+    with pytest.raises(NotApplicable, match="a helper the step statement calls also holds a clip call"):
+        mutate(ONE_UPDATE_CALL, by_name["step-into-micro-batch"], {"backward": 5, "step": 7}, accumulates=True)
+    only_step = ONE_UPDATE_CALL.replace("        torch.nn.utils.clip_grad_norm_(self.model.parameters(), 1.0)\n", "")
+    only_step = only_step.replace("        optimizer.zero_grad()\n", "")
+    assert mutate(only_step, by_name["step-into-micro-batch"], {"backward": 5, "step": 7},
+                  accumulates=True).expected_line == 6
     # beside a call that runs the whole micro-batch loop is after the window, not in it
     with pytest.raises(NotApplicable, match="calls a helper holding the whole micro-batch loop"):
         mutate(WINDOW_IN_HELPER, by_name["step-into-micro-batch"],
@@ -450,6 +458,27 @@ def test_helper_lines_are_the_functions_a_statement_reaches() -> None:
     assert helper_lines(HELPERS, 11, depth=1) == frozenset({2, 3})
     assert helper_lines(HELPERS, 9) == frozenset()  # runner.loss.backward(): no function here
     assert helper_lines("def broken(:\n", 1) == frozenset()
+
+
+HANDED = """\
+class Learner:
+    def _with_events(self, f, name):
+        f()
+
+    def _step(self):
+        self.opt.step()
+
+    def _do_grad_opt(self):
+        self._with_events(self._step, 'step')
+        self._with_events(self.opt, 'opt')
+"""
+
+
+def test_helper_lines_follow_a_function_handed_to_a_call() -> None:
+    # line 9 hands self._step (lines 5-6) to self._with_events (lines 2-3), which runs it: the
+    # step is reported where it is written; `self.opt` (line 10) names no function of the module
+    assert helper_lines(HANDED, 9) == frozenset({2, 3, 5, 6})
+    assert helper_lines(HANDED, 10) == frozenset({2, 3})
 
 
 def test_a_mutant_is_caught_in_the_helper_its_moved_call_reaches() -> None:

@@ -387,8 +387,11 @@ NO_FIX_BY_DESIGN = [
     "fixtures/rules/gl302/torch_schedule_copy.py:29 GL302",  # a closure step: no move offered yet
     "fixtures/rules/gl302/update_helper_scheduler_first.py:13 GL302",  # a closure step: no move offered yet
     "fixtures/rules/gl303/backward_helper_returns_loss.py:26 GL303",  # a window whose backward is in a helper: the move is not offered yet
+    "fixtures/rules/gl303/partial_scaler_step.py:12 GL303",  # the step's optimizer is bound in the partial
+    "fixtures/rules/gl303/update_function_unscale_after_clip.py:13 GL303",  # the unscale_ is guarded apart from the clip
     "fixtures/rules/gl305/helper_optimizer_parameter.py:15 GL305",  # the step is in a helper two optimizers share
     "fixtures/rules/gl305/local_closure_zero_before_step.py:15 GL305",  # the backward is in the local closure
+    "fixtures/rules/gl305/zero_before_handed_step.py:29 GL305",  # the step is in the method handed to a helper
     "fixtures/rules/gl306/scaler_reads_epoch.py:8 GL306",  # the constructor reads the epoch
     "fixtures/rules/gl306/train_one_epoch_scaler.py:8 GL306",  # no "before the loop" in a per-epoch function
     "fixtures/rules/gl307/plain_loop_no_update.py:13 GL307",  # a missing update: where it goes is a guess

@@ -12,9 +12,11 @@ from typing import Generic, TypeVar, cast
 
 import libcst as cst
 
+from gradlint.model.bound_methods import bound_method_roles
 from gradlint.model.calls import classify
 from gradlint.model.closures import closure_call
 from gradlint.model.events import Event, Role, RoleRecord
+from gradlint.model.passed_callables import passed_call
 from gradlint.model.preorder import Preorder, preorder
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
@@ -142,8 +144,12 @@ class Collector:
                 if id(item.node) not in followed or "zero" in item.name:  # named for zeroing: it may, unread
                     self.callees.append((item.name, ancestors))
             elif kind is Item.CALL:
-                if self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries):
+                if self._follow(cast(cst.Call, item.node), unit, ancestors, chain, entries, item.ancestors):
                     followed.add(id(item.node))
+                else:  # `step_fn = optimizer.step`, then `step_fn()`
+                    assert item.statement is not None
+                    self.events += [Event(r, item.node, item.statement, unit, ancestors=ancestors, callers=entries)
+                                    for r in bound_method_roles(cast(cst.Call, item.node), unit)]
             elif kind is Item.LOOP:
                 self.loops.append(Site(cast("cst.For | cst.While", item.node), ancestors, unit))
             elif kind is Item.IF:
@@ -153,12 +159,18 @@ class Collector:
 
 
     def _follow(self, call: cst.Call, unit: UnitModel, ancestors: tuple[cst.CSTNode, ...], chain: list[UnitModel],
-                entries: tuple[tuple[cst.Call, UnitModel], ...], site: cst.Call | None = None) -> bool:
-        """Splice the project training function ``call`` reaches, if any (never one being walked).
-        With ``site`` (a step handed a closure; ``call`` calls the closure's name), only a local
-        closure that backpropagates is spliced, at the step: it runs inside the step, before the
-        update (``def closure(): opt.zero_grad(); loss.backward()`` / ``opt.step(closure)``)."""
+                entries: tuple[tuple[cst.Call, UnitModel], ...], own: tuple[cst.CSTNode, ...] | None = None,
+                site: cst.Call | None = None) -> bool:
+        """Splice the project training function ``call`` reaches, if any (never one being walked):
+        one the caller of ``unit`` handed it when ``call`` runs that parameter (``own``: the
+        call's ancestors in ``unit``; None for a call that has a role of its own). With ``site``
+        (a step handed a closure; ``call`` calls the closure's name), only a local closure that
+        backpropagates is spliced, at the step: it runs inside the step, before the update
+        (``def closure(): opt.zero_grad(); loss.backward()`` / ``opt.step(closure)``)."""
         callee = self.resolver(call, unit) if self.resolver is not None else None
+        passed = passed_call(call, unit, own, entries[-1]) if callee is None and own is not None and entries else None
+        if passed is not None and self.resolver is not None:
+            callee = self.resolver(passed, entries[-1][1])
         if callee is None or self._budget <= 0 or any(callee is u for u in chain):
             return False
         if site is not None and not _local_backward(callee, unit):
@@ -222,7 +234,7 @@ class _Walker:
             if any(r.role is Role.ZERO_GRAD for r in found) or not self._wrapper_method(call):
                 return  # its role says what it does: not a callee that may zero (TrainingLoop.calls_zeroing)
         else:
-            self.items.append(SummaryItem(Item.CALL, call, ancestors))
+            self.items.append(SummaryItem(Item.CALL, call, ancestors, statement=self._statement or call))
         callee = dotted(call.func) or ""
         if callee:
             self.items.append(SummaryItem(Item.CALLEE, call, ancestors, name=callee.rsplit(".", 1)[-1]))

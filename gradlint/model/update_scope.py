@@ -20,6 +20,7 @@ calls it reads its events in their context, with its backward. Only the rules wh
 from __future__ import annotations
 
 import libcst as cst
+from libcst.metadata import CodePosition
 
 from gradlint.model.calls import classify
 from gradlint.model.collect import Collector
@@ -65,16 +66,37 @@ def reached(scope: TrainingLoop, loops: list[TrainingLoop]) -> bool:
 
 
 def refills_between(loop: TrainingLoop, zero: Event, step: Event) -> bool:
-    """Whether anything between ``zero`` and ``step`` (both written in the scope's own function)
-    may fill the gradients again: a call with no role that clears nothing of them (a closure or
-    helper that backpropagates, ``apply_grad(model, grads)``, ``torch.autograd.grad``), an
-    assignment to a ``.grad``, or a ``yield``/``await`` that hands control to the caller. An
-    event of a followed helper counts as such a call. Functions defined in the scope run
-    elsewhere, and a clearing call's arguments (``model.parameters()``) are read for it."""
+    """Whether anything between ``zero`` and ``step`` may fill the gradients again: a call with
+    no role that clears nothing of them (a closure or helper that backpropagates,
+    ``apply_grad(model, grads)``, ``torch.autograd.grad``), an assignment to a ``.grad``, or a
+    ``yield``/``await`` that hands control to the caller. An event of a followed helper counts
+    as such a call. ``zero`` is written in the scope's own function; ``step`` there too, or in a
+    helper the function calls after ``zero`` (``step_fn()`` running a local ``def step_fn():
+    scaler.step(optimizer)``): then nothing may refill before that call, nor in each helper on
+    the way before the call it makes next. Functions defined in the scope run elsewhere, and a
+    clearing call's arguments (``model.parameters()``) are read for it."""
     unit = loop.unit
-    if zero.unit is not unit or step.unit is not unit:
+    if zero.unit is not unit:
         return True
-    after, before = unit.positions[zero.node].end, unit.positions[step.node].start
+    if step.unit is unit:
+        return _refills(unit, loop.root, unit.positions[zero.node].end, unit.positions[step.node].start)
+    if not step.callers or step.callers[0][1] is not unit:
+        return True
+    calls = [call for call, _ in step.callers]
+    if _refills(unit, loop.root, unit.positions[zero.node].end, unit.positions[calls[0]].start):
+        return True
+    helpers = [helper for _, helper in step.callers[1:]] + [step.unit]
+    for helper, stop in zip(helpers, [*calls[1:], step.node], strict=True):
+        root = helper.root
+        body = root.body if isinstance(root, cst.FunctionDef) else root
+        if _refills(helper, root, helper.positions[body].start, helper.positions[stop].start):
+            return True
+    return False
+
+
+def _refills(unit: UnitModel, root: cst.CSTNode, after: CodePosition, before: CodePosition) -> bool:
+    """Whether a node of ``root`` (in ``unit``) from ``after`` up to ``before`` may fill the
+    gradients again (see :func:`refills_between`)."""
     start, end = (after.line, after.column), (before.line, before.column)
 
     def between(node: cst.CSTNode) -> bool:
@@ -90,7 +112,7 @@ def refills_between(loop: TrainingLoop, zero: Event, step: Event) -> bool:
 
     return any(between(node) and (isinstance(node, (cst.Call, cst.Yield, cst.Await)) or (
         isinstance(node, (cst.Assign, cst.AugAssign, cst.AnnAssign)) and _writes_grad(node)))
-        for _, node in preorder(loop.root).pruned(skip))
+        for _, node in preorder(root).pruned(skip))
 
 
 def _writes_grad(node: cst.Assign | cst.AugAssign | cst.AnnAssign) -> bool:

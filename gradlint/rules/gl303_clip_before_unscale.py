@@ -14,12 +14,16 @@ from gradlint.rules.readers import call_text, last_backwards, on_engine_path, qu
 
 class ClipBeforeUnscale(Rule):
     info = CATALOGUE["GL303"]
+    reads_update_scopes = True  # a function that only updates: a clip before its own unscale_
 
     def check(self, loop: TrainingLoop) -> Iterator[Finding]:
         unscaling = [e for e in loop.of(Role.UNSCALE, Role.STEP) if e.role is Role.UNSCALE or e.kind is Kind.SCALER]
         for clip in loop.of(Role.CLIP):
             if clip.framework != "torch" or on_engine_path(loop, clip):
                 continue  # accelerator / fabric / Lightning clipping unscales first; DeepSpeed owns it
+            if loop.update_only:
+                yield from self._before_own_unscale(loop, clip, unscaling)
+                continue
             for backward in last_backwards(loop, clip):
                 if not _scaled(loop, backward):
                     continue
@@ -34,6 +38,19 @@ class ClipBeforeUnscale(Rule):
                               detail="The gradients are still multiplied by the GradScaler's loss scale, so the "
                               "clipping threshold means nothing; unscale them first, in the same update.")
                 break
+
+    def _before_own_unscale(self, loop: TrainingLoop, clip: Event, unscaling: list[Event]) -> Iterator[Finding]:
+        """In a function that only updates (its caller backpropagates): a clip followed by the
+        scaler's ``unscale_`` on its path, with none before it, clipped scaled gradients (a
+        second ``unscale_`` after the caller's own would raise)."""
+        if any(loop.flows(u, clip) for u in unscaling):
+            return
+        unscale = next((u for u in loop.of(Role.UNSCALE) if loop.flows(clip, u)), None)
+        if unscale is not None:
+            yield Finding(clip.span, f"{call_text(loop, clip)} clips scaled gradients; call "
+                          f"{call_text(loop, unscale)} first", self.fix(_unscale_first, loop, clip),
+                          detail="The gradients are still multiplied by the GradScaler's loss scale until the "
+                          "unscale_ that follows, so the clipping threshold means nothing; unscale them first.")
 
     VALID = (
         """\
@@ -55,6 +72,12 @@ def train(model, loader, optimizer, loss_scaler):
             param.grad.div_(loss_scaler.loss_scale)
         torch.nn.utils.clip_grad_norm_(model.parameters(), 1.0)
         optimizer.step()
+""",
+        """\
+def step_optimizer(optimizer, scaler, parameters):
+    torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+    scaler.step(optimizer)
+    scaler.update()
 """,
     )
     INVALID = (
@@ -86,6 +109,19 @@ def train(model, loader, optimizer, loss_scaler):
             param.grad.data.div_(loss_scaler.loss_scale)
         optimizer.step()
 """, ((5, "GL303"),)),
+        Invalid("""\
+def step_optimizer(optimizer, scaler, parameters):
+    torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+    scaler.unscale_(optimizer)
+    scaler.step(optimizer)
+    scaler.update()
+""", ((2, "GL303"),), fixed="""\
+def step_optimizer(optimizer, scaler, parameters):
+    scaler.unscale_(optimizer)
+    torch.nn.utils.clip_grad_norm_(parameters, 1.0)
+    scaler.step(optimizer)
+    scaler.update()
+"""),
     )
 
 

@@ -50,6 +50,15 @@ def train(model, loader, optimizer):
         optimizer.step()
         optimizer.zero_grad()
 """,
+        """\
+def step_optimizer(optimizer, scaler, closure):
+    def step_fn():
+        closure()
+        scaler.step(optimizer)
+
+    optimizer.zero_grad()
+    step_fn()
+""",
     )
     INVALID = (
         Invalid("""\
@@ -65,6 +74,14 @@ def train(model, loader, optimizer):
         optimizer.step()
         optimizer.zero_grad()
 """),
+        Invalid("""\
+def step_optimizer(optimizer, scaler):
+    def step_fn():
+        scaler.step(optimizer)
+
+    optimizer.zero_grad()
+    step_fn()
+""", ((5, "GL305"),)),
     )
 
 
