@@ -61,6 +61,20 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.zero_grad()
 """,
         """\
+def train_step(model, samples, optimizer, world_size):
+    for sample in samples:
+        try:
+            (model(sample) / len(samples)).backward()
+        except RuntimeError as e:
+            if "out of memory" not in str(e):
+                raise
+            optimizer.zero_grad()
+            if world_size == 1:
+                return None
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        """\
 def backward_each(losses, params, optimizer):
     grads = []
     for loss in losses:
