@@ -95,12 +95,6 @@ class ProjectIndex:
             self._log[path.absolute()] = read[1]
         return read[0] if read is not None else None
 
-    def unrecorded_text(self, path: Path) -> str | None:
-        """The module's text, its read not recorded (a scan of the project's files whose result
-        depends on few of them: those it then reads with :meth:`symbols` are recorded)."""
-        read = self._text(path.absolute())
-        return read[0] if read is not None else None
-
     def _text(self, path: Path) -> tuple[str, str] | None:
         if path in self._texts:
             return self._texts[path]

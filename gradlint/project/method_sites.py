@@ -20,6 +20,7 @@ from pathlib import Path
 from gradlint.project.index import ProjectIndex
 from gradlint.project.layout import project_root
 from gradlint.project.symbols import ClassInfo, Definition
+from gradlint.source import SourceError, decode, read_source_file
 
 _MAX_FILES = 16
 """More files than this defining one method name: too common a name to dispatch on."""
@@ -27,8 +28,8 @@ _MAX_LISTED = 5000
 """A project tree with more Python files than this is not listed (no sites at all)."""
 _SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "build", "dist"})
 _INDENTED_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
-_NAMES: dict[Path, tuple[str, frozenset[str]]] = {}
-"""File -> (digest, the names of its indented ``def`` s): read once per content."""
+_NAMES: dict[Path, tuple[tuple[int, int], frozenset[str]]] = {}
+"""File -> ((size, modification time), the names of its indented ``def`` s)."""
 
 
 @dataclass(frozen=True)
@@ -109,14 +110,19 @@ class MethodSites:
             self._files = found
         return self._files
 
-    def _names(self, path: Path) -> frozenset[str]:
-        digest = self.index.digest(path)
-        if digest is None:
+    @staticmethod
+    def _names(path: Path) -> frozenset[str]:
+        """The names of the file's indented ``def`` s, read again only when its size or
+        modification time changed (the text is not kept)."""
+        try:
+            status = path.stat()
+            stamp = (status.st_size, status.st_mtime_ns)
+            known = _NAMES.get(path)
+            if known is None or known[0] != stamp:
+                text = decode(read_source_file(path)).text
+                known = _NAMES[path] = (stamp, frozenset(_INDENTED_DEF.findall(text)))
+        except (OSError, SourceError):
             return frozenset()
-        known = _NAMES.get(path)
-        if known is None or known[0] != digest:
-            text = self.index.unrecorded_text(path) or ""
-            known = _NAMES[path] = (digest, frozenset(_INDENTED_DEF.findall(text)))
         return known[1]
 
 
