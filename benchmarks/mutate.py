@@ -24,10 +24,12 @@ from concurrent.futures import ThreadPoolExecutor
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 
-from labelled import add_common, load_labels, resolve
-from labelled_sources import Finding, SourceError, lint_files, lint_text
-from labelset import LabelError, LabelFile, Loop
-from mutations import KINDS, Kind, Mutant, NotApplicable, helper_lines, mutate, parses
+sys.path.insert(0, str(Path(__file__).resolve().parents[1]))  # lint_text imports gradlint in this process: this checkout's
+
+from labelled import add_common, load_labels, resolve  # noqa: E402
+from labelled_sources import Finding, SourceError, lint_files, lint_text  # noqa: E402
+from labelset import LabelError, LabelFile, Loop  # noqa: E402
+from mutations import KINDS, Kind, Mutant, NotApplicable, helper_lines, mutate, parses  # noqa: E402
 
 
 @dataclass(frozen=True)

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 import difflib
 import json
+import os
 import subprocess
 import sys
 from pathlib import Path
@@ -630,3 +631,15 @@ def test_step_into_micro_batch_under_accumulate_is_a_step_before_the_clip() -> N
         mutate(ACCUMULATE, kind, {"backward": 5, "zero_grad": 4, "step": 6}, True, (2, 6))
     scaled = ACCUMULATE_CLIP.replace("optimizer.step()", "scaler.step(optimizer)")
     assert mutate(scaled, kind, anchors, True, (2, 8)).code == "GL102"
+
+
+def test_the_mutation_harness_lints_with_its_own_checkout(tmp_path: Path) -> None:
+    """mutate.py lints the mutants in its own process: the gradlint it imports is the one of the
+    checkout it belongs to, not whichever is installed (an editable install of another tree)."""
+    probe = (f"import runpy, sys; sys.path.insert(0, {str(BENCH)!r}); "
+             f"runpy.run_path({str(BENCH / 'mutate.py')!r}, run_name='probe'); "
+             "print(sys.modules['gradlint'].__file__)")
+    env = {k: v for k, v in os.environ.items() if k != "PYTHONPATH"}
+    found = subprocess.run([sys.executable, "-c", probe], cwd=tmp_path, env=env, capture_output=True, text=True,
+                           check=True).stdout.strip()
+    assert Path(found).resolve().is_relative_to(ROOT)
