@@ -154,3 +154,4 @@ def test_a_method_nested_in_a_function_has_no_sites(tmp_path: Path) -> None:
     assert sites.named("train_step") is None
     found = sites.named("optimizer_step")
     assert found is not None and [s.definition.qualname for s in found] == ["Task.optimizer_step"]
+

@@ -30,6 +30,9 @@ Effect = frozenset[tuple[Role, "str | None"]]
 UnitsIn = Callable[[Definition], "list[UnitModel] | None"]
 """The parsed candidate units written inside a definition (None: one does not parse)."""
 _MAX_SUPER = 8
+_LIBRARY_NAMES = frozenset({"step", "zero_grad", "backward"})
+"""Methods that libraries' objects of every sort define (a profiler's or an environment's
+``step``): a call of one on an object of unknown class is not taken for a project method."""
 
 
 def dispatched(call: cst.Call, caller: UnitModel, project: ProjectContext, units_in: UnitsIn,
@@ -39,7 +42,7 @@ def dispatched(call: cst.Call, caller: UnitModel, project: ProjectContext, units
     if not isinstance(func, cst.Attribute):
         return None
     receiver = dotted(func.value)
-    if receiver is None or not _unknown(receiver, caller):
+    if receiver is None or func.attr.value in _LIBRARY_NAMES or not _unknown(receiver, caller):
         return None
     sites = project.method_sites.named(func.attr.value)
     if not sites:
@@ -58,11 +61,16 @@ def dispatched(call: cst.Call, caller: UnitModel, project: ProjectContext, units
 
 
 def _unknown(receiver: str, caller: UnitModel) -> bool:
-    """Whether ``receiver`` is an object of no kind the model can tell: a ``self`` attribute or a
-    local name, not an imported module or name."""
+    """Whether ``receiver`` is an object handed in, of no kind the model can tell: a ``self``
+    attribute or a parameter of the caller (not a local made by a library call, ``with
+    profile(...) as prof``, nor an imported module or name)."""
     facts = caller.facts
     head = receiver.partition(".")[0]
     if receiver == "self" or head in facts.aliases or receiver in facts.unknown:
+        return False
+    root = caller.root
+    parameters = {p.name.value for p in root.params.params} if isinstance(root, cst.FunctionDef) else set()
+    if head != "self" and head not in parameters:
         return False
     return facts.kind_of(receiver) is None
 

@@ -171,8 +171,12 @@ class UnitLibrary:
     through the project, to the training functions of other project modules."""
 
     def __init__(self, lines: list[str], units: list[Unit], facts: ModuleFacts,
-                 project: ProjectContext | None = None, path: Path | None = None) -> None:
+                 project: ProjectContext | None = None, path: Path | None = None,
+                 dispatch: Callable[..., Definition | None] | None = None) -> None:
+        """``dispatch`` resolves a method call on a receiver of unknown class
+        (:func:`gradlint.model.dispatch.dispatched`, which builds on this module's models)."""
         self._lines = lines
+        self._dispatch = dispatch
         self._facts = facts
         self._project = project
         self._path = path.absolute() if path is not None else None
@@ -256,8 +260,7 @@ class UnitLibrary:
             constructor = dotted(value.func)
             definition = project.method_of(origin, constructor, method) if constructor else None
         if definition is None:
-            from gradlint.model.dispatch import dispatched  # it builds on this module's models
-            definition = dispatched(call, caller, project, self.units_in, self.resolve)
+            definition = self._dispatch(call, caller, project, self.units_in, self.resolve) if self._dispatch else None
         if definition is None:
             return None
         if definition.path == self._path:  # a base class's method in this module
