@@ -23,6 +23,7 @@ from gradlint.catalogue import SYNTAX_ERROR, UNUSED_SUPPRESSION
 from gradlint.diagnostics import Diagnostic, Span
 from gradlint.gc_pause import collection_paused
 from gradlint.model.build import build_loops
+from gradlint.model.dispatch import dispatched
 from gradlint.model.events import TrainingLoop
 from gradlint.model.unit import UnitLibrary
 from gradlint.model.update_scope import reached
@@ -231,7 +232,7 @@ def _loops(screened: Screen, source: str, path: str, context: ProjectContext, fu
         return LoopScan()
     units = UnitFilter(lines, screened.units, screened.facts)
     # a method that only hands over to another module's training function is followed too
-    library = UnitLibrary(lines, screened.units + project_callers, screened.facts, context, Path(path))
+    library = UnitLibrary(lines, screened.units + project_callers, screened.facts, context, Path(path), dispatched)
     loops: list[TrainingLoop] = []
     reaching |= {unit.name for unit in project_callers}  # a call to such a method reaches there too
     for unit in roots:

@@ -743,4 +743,3 @@ def test_step_into_micro_batch_under_accumulate_is_a_step_before_the_clip() -> N
         mutate(ACCUMULATE, kind, {"backward": 5, "zero_grad": 4, "step": 6}, True, (2, 6))
     scaled = ACCUMULATE_CLIP.replace("optimizer.step()", "scaler.step(optimizer)")
     assert mutate(scaled, kind, anchors, True, (2, 8)).code == "GL102"
-

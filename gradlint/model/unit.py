@@ -22,6 +22,7 @@ from gradlint.model.partials import through_partial
 from gradlint.model.positions import positions as positions_of
 from gradlint.model.syntax import dotted
 from gradlint.project.context import ForeignModule, ProjectContext, is_unit_of, training_unit
+from gradlint.project.symbols import Definition
 from gradlint.screen import ModuleFacts, Unit
 from gradlint.source import parse_python
 
@@ -170,8 +171,12 @@ class UnitLibrary:
     through the project, to the training functions of other project modules."""
 
     def __init__(self, lines: list[str], units: list[Unit], facts: ModuleFacts,
-                 project: ProjectContext | None = None, path: Path | None = None) -> None:
+                 project: ProjectContext | None = None, path: Path | None = None,
+                 dispatch: Callable[..., Definition | None] | None = None) -> None:
+        """``dispatch`` resolves a method call on a receiver of unknown class
+        (:func:`gradlint.model.dispatch.dispatched`, which builds on this module's models)."""
         self._lines = lines
+        self._dispatch = dispatch
         self._facts = facts
         self._project = project
         self._path = path.absolute() if path is not None else None
@@ -255,6 +260,8 @@ class UnitLibrary:
             constructor = dotted(value.func)
             definition = project.method_of(origin, constructor, method) if constructor else None
         if definition is None:
+            definition = self._dispatch(call, caller, project, self.units_in, self.resolve) if self._dispatch else None
+        if definition is None:
             return None
         if definition.path == self._path:  # a base class's method in this module
             own = [u for units in self._by_name.values() for u in units if is_unit_of(u, definition)]
@@ -271,6 +278,30 @@ class UnitLibrary:
             self._foreign[key] = self._parse_foreign(module, unit)
         return self._foreign[key]
 
+    def units_in(self, definition: Definition) -> list[UnitModel] | None:
+        """The parsed candidate units written inside ``definition`` (it and the functions it
+        defines); None when one does not parse."""
+        project = self._project
+        if definition.path == self._path:
+            own = [u for units in self._by_name.values() for u in units]
+            try:
+                return [self.get(u) for u in own if _within(u, definition)]
+            except (cst.ParserSyntaxError, RecursionError):
+                return None
+        module = project.module(definition.path) if project is not None else None
+        if module is None:
+            return []  # its text holds no training call
+        found = []
+        for unit in (u for u in module.screened.units if _within(u, definition)):
+            key = (module.path, unit)
+            if key not in self._foreign:
+                self._foreign[key] = self._parse_foreign(module, unit)
+            model = self._foreign[key]
+            if model is None:
+                return None
+            found.append(model)
+        return found
+
     def _parse_foreign(self, module: ForeignModule, unit: Unit) -> UnitModel | None:
         assert self._project is not None
         facts = self._project.unit_facts(module.path, unit, module.screened.facts)
@@ -279,6 +310,11 @@ class UnitLibrary:
         except (cst.ParserSyntaxError, RecursionError):
             return None
 
+
+
+def _within(unit: Unit, definition: Definition) -> bool:
+    """Whether ``unit`` is written inside the lines of ``definition``."""
+    return definition.line <= unit.start_line and unit.end_line <= definition.end_line
 
 
 def _defined_in(caller: Unit, units: list[Unit]) -> list[Unit]:

@@ -19,6 +19,7 @@ from gradlint.project.index import ProjectIndex
 from gradlint.project.kinds import KindReader, ObjectKinds, local_kinds
 from gradlint.project.loaders import LoaderTracer
 from gradlint.project.method_aliases import method_aliases
+from gradlint.project.method_sites import MethodSites
 from gradlint.project.mixins import MixinMethods
 from gradlint.project.schedules import schedule_factories
 from gradlint.project.symbols import ClassInfo, Definition, Target
@@ -52,6 +53,7 @@ class ProjectContext:
         self.extra_names = extra_names
         self._foreign: dict[Path, ForeignModule | None] = {}
         self._aliases: dict[ClassInfo, dict[str, str]] = {}
+        self.method_sites = MethodSites(self.index, self.path)  # a method name's definitions, listed on first use
 
     def unit_facts(self, path: Path, unit: Unit, facts: ModuleFacts) -> ModuleFacts:
         """``facts`` with the kinds the project gives the unit's names and ``self`` attributes:

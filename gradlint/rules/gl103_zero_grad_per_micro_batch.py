@@ -61,6 +61,20 @@ def train(model, loader, optimizer, accum_steps):
             optimizer.zero_grad()
 """,
         """\
+def train_step(model, samples, optimizer, world_size):
+    for sample in samples:
+        try:
+            (model(sample) / len(samples)).backward()
+        except RuntimeError as e:
+            if "out of memory" not in str(e):
+                raise
+            optimizer.zero_grad()
+            if world_size == 1:
+                return None
+    optimizer.step()
+    optimizer.zero_grad()
+""",
+        """\
 def backward_each(losses, params, optimizer):
     grads = []
     for loss in losses:
@@ -103,12 +117,16 @@ def d_step(self, batch, optim_wrapper):
 
 def _drops_window(loop: TrainingLoop, zero: Event) -> bool:
     """A zero_grad in a branch that then leaves the iteration with no backward after it
-    (``if not torch.isfinite(loss): optimizer.zero_grad(); continue``, or an out-of-memory
-    ``except`` that zeroes and moves on) drops the window on purpose."""
+    (``if not torch.isfinite(loss): optimizer.zero_grad(); continue``), or an ``except``
+    handler that zeroes with no backward after it (an out-of-memory recovery, moving on or
+    not), drops the window on purpose."""
     chain = zero.ancestors
     start = next((i for i, node in enumerate(chain) if node is loop.root), 0)
     for i in range(start + 1, len(chain)):
         block = chain[i]
+        if isinstance(block, cst.ExceptHandler) and not any(b.order > zero.order and b.inside(block)
+                                                             for b in loop.of(Role.BACKWARD)):
+            return True  # recovery from a failed micro-batch (out of memory): the window is given up
         if not (isinstance(block, cst.IndentedBlock) and isinstance(chain[i - 1], (cst.If, cst.Else, cst.ExceptHandler))):
             continue
         last = block.body[-1] if block.body else None

@@ -5,6 +5,8 @@ from __future__ import annotations
 import ast
 from collections.abc import Iterator, Sequence
 
+import libcst as cst
+
 from gradlint.catalogue import CATALOGUE
 from gradlint.model.events import Role, Shape, TrainingLoop
 from gradlint.names import Kind
@@ -79,6 +81,20 @@ def train(model, loader, optimizer, accum_steps):
     )
     INVALID = (
         Invalid("""\
+def train_step(model, samples, optimizer):
+    model = DistributedDataParallel(model)
+    try:
+        for sample in samples:
+            model(sample).backward()
+        optimizer.step()
+        optimizer.zero_grad()
+    except FloatingPointError:
+        optimizer.zero_grad()
+        for sample in samples:
+            model(sample).backward()
+        raise
+""", ((5, "GL402"),)),
+        Invalid("""\
 def train(model, loader, optimizer, accum_steps):
     model = DistributedDataParallel(model)
     for step, (x, y) in enumerate(loader):
@@ -105,6 +121,8 @@ def _unsynced(loop: TrainingLoop, own_unit_only: bool) -> Iterator[Finding]:
     for event in per_micro_batch(loop, Role.BACKWARD):
         if event.no_sync or event.framework in ("accelerate", "fabric", "deepspeed"):
             continue
+        if any(isinstance(a, cst.ExceptHandler) for a in event.ancestors):
+            continue  # a re-run after a failure (NaN detection, out of memory): not the window's own pass
         if own_unit_only and event.unit is not loop.unit:
             continue
         yield Finding(event.span, "this backward all-reduces on every micro-batch of a DDP window; use "
