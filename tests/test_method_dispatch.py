@@ -7,9 +7,13 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
+from gradlint.cache import CACHE_DIR_NAME, Cache
 from gradlint.engine import lint_source
 from gradlint.project.index import ProjectIndex
 from gradlint.project.method_sites import MethodSites
+from gradlint.runner import run
 from gradlint.settings import default_settings
 
 BASE = """\
@@ -155,3 +159,28 @@ def test_a_method_nested_in_a_function_has_no_sites(tmp_path: Path) -> None:
     found = sites.named("optimizer_step")
     assert found is not None and [s.definition.qualname for s in found] == ["Task.optimizer_step"]
 
+
+
+def test_a_cached_result_misses_once_a_new_module_defines_the_method(tmp_path: Path,
+                                                                     monkeypatch: pytest.MonkeyPatch) -> None:
+    """The verdict rests on every definition of the name: a cached result records the project's
+    listing, so a module that appears with a definition that also steps is read (nothing said)."""
+    _project(tmp_path)
+    monkeypatch.chdir(tmp_path)
+
+    def check() -> set[tuple[str, int]]:
+        result = run([Path("trainer.py")], default_settings(), cache=Cache(tmp_path / CACHE_DIR_NAME))
+        return {(d.code, d.line) for d in result.diagnostics}
+
+    assert check() == {("GL101", 17)}
+    assert check() == {("GL101", 17)}
+    (tmp_path / "tasks" / "stepping.py").write_text("""\
+from tasks.base import Task
+
+
+class Stepping(Task):
+    def train_step(self, sample, model, criterion, optimizer, ignore_grad=False):
+        optimizer.backward(criterion(model, sample))
+        optimizer.step()
+""", encoding="utf-8")
+    assert check() == set()

@@ -25,7 +25,7 @@ MAX_LISTED_FILES = 5000
 LISTING = "listing:"
 """The prefix of a :func:`listing_digest`: a cached result recorded it for a folder it searched."""
 
-_SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "build", "dist", "__pycache__"})
+_SKIPPED_FOLDERS = frozenset({"node_modules", "site-packages", "venv", "build", "dist", "__pycache__"})
 
 
 def project_root(path: Path) -> Path:

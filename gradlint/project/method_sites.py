@@ -6,27 +6,27 @@ from its text once per content digest; only the few files defining the name are 
 that some file defines where no class method of the module's top level is (a nested class, a
 function inside a function), that a file which cannot be parsed defines, or that more than
 :data:`_MAX_FILES` files define, has no sites: the caller then says nothing. A file added later
-that defines the name is not noticed by a cached result (the files that define it are recorded).
+that defines a name some files define, or a file removed, is noticed by a cached result (the
+files that define it and the project's listing are recorded). Not noticed: the first definition
+of a name no file defined (the cached result stays silent), and an existing file edited to define
+the name where it did not (recording every file's digest would make every warm run read the
+whole project).
 """
 
 from __future__ import annotations
 
 import ast
-import os
 import re
 from dataclasses import dataclass
 from pathlib import Path
 
 from gradlint.project.index import ProjectIndex
-from gradlint.project.layout import project_root
+from gradlint.project.layout import project_root, python_files
 from gradlint.project.symbols import ClassInfo, Definition
 from gradlint.source import SourceError, decode, read_source_file
 
 _MAX_FILES = 16
 """More files than this defining one method name: too common a name to dispatch on."""
-_MAX_LISTED = 5000
-"""A project tree with more Python files than this is not listed (no sites at all)."""
-_SKIPPED_FOLDERS = frozenset({"__pycache__", "node_modules", "site-packages", "venv", "build", "dist"})
 _INDENTED_DEF = re.compile(r"^[ \t]+(?:async[ \t]+)?def[ \t]+(\w+)[ \t]*\(", re.MULTILINE)
 _NAMES: dict[Path, tuple[tuple[int, int], frozenset[str]]] = {}
 """File -> ((size, modification time), the names of its indented ``def`` s)."""
@@ -69,13 +69,15 @@ class MethodSites:
     def __init__(self, index: ProjectIndex, linted: Path) -> None:
         self.index = index
         self.root = project_root(linted)
-        self._files: list[Path] | None = None
+        self._listing: tuple[list[Path] | None] | None = None  # (the files, None past the limit) once listed
         self._found: dict[str, list[MethodSite] | None] = {}
 
     def named(self, name: str) -> list[MethodSite] | None:
         """Every class method called ``name`` in the project; None when one cannot be told."""
         if name not in self._found:
             self._found[name] = self._sites(name)
+        if self._found[name] and self._listing is not None:  # the verdict rests on every definition
+            self.index.note_listing(self.root, self._listing[0])
         return self._found[name]
 
     def _sites(self, name: str) -> list[MethodSite] | None:
@@ -99,16 +101,10 @@ class MethodSites:
         return sites
 
     def _listed(self) -> list[Path]:
-        if self._files is None:
-            found: list[Path] = []
-            for folder, folders, names in os.walk(self.root):
-                folders[:] = sorted(f for f in folders if not f.startswith(".") and f not in _SKIPPED_FOLDERS)
-                found += (Path(folder, n) for n in sorted(names) if n.endswith(".py"))
-                if len(found) > _MAX_LISTED:
-                    found = []
-                    break
-            self._files = found
-        return self._files
+        """The project's Python files (none past :data:`~gradlint.project.layout.MAX_LISTED_FILES`)."""
+        if self._listing is None:
+            self._listing = (python_files(self.root),)
+        return self._listing[0] or []
 
     @staticmethod
     def _names(path: Path) -> frozenset[str]:
