@@ -164,16 +164,20 @@ def test_a_method_nested_in_a_function_has_no_sites(tmp_path: Path) -> None:
 def test_a_cached_result_misses_once_a_new_module_defines_the_method(tmp_path: Path,
                                                                      monkeypatch: pytest.MonkeyPatch) -> None:
     """The verdict rests on every definition of the name: a cached result records the project's
-    listing, so a module that appears with a definition that also steps is read (nothing said)."""
-    _project(tmp_path)
+    listing, so a module that appears with a definition that also steps is read (nothing said).
+    The trainer has a base outside the project, so it is no mixin (whose search records the
+    listing as well)."""
+    trainer = TRAINER.replace("import torch\n", "import torch\nfrom contextlib import AbstractContextManager\n").replace(
+        "class Trainer:", "class Trainer(AbstractContextManager):")
+    assert _project(tmp_path, trainer=trainer) == {("GL101", 18)}
     monkeypatch.chdir(tmp_path)
 
     def check() -> set[tuple[str, int]]:
         result = run([Path("trainer.py")], default_settings(), cache=Cache(tmp_path / CACHE_DIR_NAME))
         return {(d.code, d.line) for d in result.diagnostics}
 
-    assert check() == {("GL101", 17)}
-    assert check() == {("GL101", 17)}
+    assert check() == {("GL101", 18)}
+    assert check() == {("GL101", 18)}
     (tmp_path / "tasks" / "stepping.py").write_text("""\
 from tasks.base import Task
 
