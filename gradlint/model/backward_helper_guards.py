@@ -9,6 +9,7 @@ import ast
 from collections.abc import Iterator
 from dataclasses import dataclass
 
+from gradlint.callable_params import parameter_names
 from gradlint.sync_facts import enters_guard, guarded_calls, sync_facts
 from gradlint.walks import walk
 
@@ -38,7 +39,7 @@ def late_guards(tree: ast.Module) -> Iterator[LateGuard]:
     for function in (n for n in walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
         if function.name in helpers or function.name in guarded:
             continue
-        parameters = _parameters(function)
+        parameters = parameter_names(function)
         if not parameters:
             continue
         for guard in _own(function, (ast.With, ast.AsyncWith)):
@@ -49,12 +50,6 @@ def late_guards(tree: ast.Module) -> Iterator[LateGuard]:
             received = next(_backpropagated(guard, derived), None)
             if received is not None:
                 yield LateGuard(guard, function, derived[received])
-
-
-def _parameters(function: ast.FunctionDef | ast.AsyncFunctionDef) -> set[str]:
-    arguments = function.args
-    names = [a.arg for a in (*arguments.posonlyargs, *arguments.args, *arguments.kwonlyargs)]
-    return {n for n in names if n not in ("self", "cls")}
 
 
 def _own(function: ast.FunctionDef | ast.AsyncFunctionDef, kinds: tuple[type[ast.AST], ...]) -> Iterator[ast.AST]:

@@ -21,7 +21,7 @@ import libcst as cst
 from gradlint.model.node_memo import per_node
 from gradlint.model.partials import through_partial
 from gradlint.model.preorder import preorder
-from gradlint.model.syntax import dotted, names_in
+from gradlint.model.syntax import dotted, names_in, parameter_names
 from gradlint.model.unit import UnitModel
 from gradlint.names import Kind
 
@@ -30,7 +30,8 @@ _DIVIDING_CALLS = frozenset({"div", "div_", "true_divide", "divide"})
 _IN_PLACE = frozenset({"div_", "mul_"})
 _MULTIPLYING_CALLS = frozenset({"mul", "mul_", "multiply"})
 _SCALING_WORDS = ("accum", "num_items", "micro", "n_acc", "acc_steps", "grad_acc")
-_ACCUMULATION_WORDS = ("accum", "grad_acc", "gas", "micro")
+ACCUMULATION_WORDS = ("accum", "grad_acc", "gas", "micro")
+"""Words of a name that make it the accumulation factor or the window's count (`grad_accum_steps`)."""
 _TOKEN_COUNT_WORDS = ("token", "num_items", "valid", "numel", "ntok", "n_tok", "num_tgt", "mask")
 _TOKEN_LOSSES = ("cross_entropy", "crossentropy", "nll_loss", "criterion", "loss_fn", "lm_loss")
 _RESCALING_WORDS = (*_SCALING_WORDS, "scale", "inv", "factor", "num", "step", "size", "world", "count", "len", "grad")
@@ -96,7 +97,7 @@ def _divisor(unit: UnitModel, node: cst.BaseExpression, own: bool = False) -> Di
     text = unit.text_of(bare).strip()
     low = text.lower()
     tokens = any(w in low for w in _TOKEN_COUNT_WORDS)
-    return Divisor(node, text, tokens, any(w in low for w in _ACCUMULATION_WORDS), own and tokens)
+    return Divisor(node, text, tokens, any(w in low for w in ACCUMULATION_WORDS), own and tokens)
 
 
 def _token_mean(unit: UnitModel, origins: list[str], model_output: bool) -> bool:
@@ -318,7 +319,7 @@ def _computed_inside(helper: UnitModel, divisor: cst.BaseExpression) -> bool:
     root = helper.root
     if not isinstance(root, cst.FunctionDef):
         return False
-    params = {p.name.value for p in [*root.params.posonly_params, *root.params.params, *root.params.kwonly_params]}
+    params = parameter_names(root)
 
     def handed(expr: cst.BaseExpression) -> bool:
         name = dotted(expr)

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 
 import libcst as cst
 
-from gradlint.model.loss import Scaling, assignments, trace_loss
+from gradlint.model.loss import ACCUMULATION_WORDS, Scaling, assignments, trace_loss
 from gradlint.model.preorder import preorder
 from gradlint.model.syntax import dotted
 from gradlint.model.unit import UnitModel
 
-_TEST_WORDS = ("accum", "grad_acc", "gas", "micro", "acc_steps", "n_acc", "num_items",
+_TEST_WORDS = (*ACCUMULATION_WORDS, "acc_steps", "n_acc", "num_items",
                "deepspeed", "engine", "accelerat", "fsdp", "zero", "apex", "fp16", "amp", "scale")
 """Words of an ``if`` test that make its arms' different scaling a choice: the accumulation
 factor, the window's count, or a framework (or loss scaler) that divides for one arm."""

@@ -14,7 +14,7 @@ from __future__ import annotations
 import libcst as cst
 
 from gradlint.model.loss import passed_argument
-from gradlint.model.syntax import dotted
+from gradlint.model.syntax import dotted, parameter_names
 from gradlint.model.unit import UnitModel
 
 _CONDITIONAL = (cst.For, cst.While, cst.If, cst.ExceptHandler, cst.ExceptStarHandler, cst.Else, cst.IfExp,
@@ -31,7 +31,7 @@ def passed_call(call: cst.Call, helper: UnitModel, own: tuple[cst.CSTNode, ...],
     if not isinstance(call.func, cst.Name) or not isinstance(helper.root, cst.FunctionDef):
         return None
     name = call.func.value
-    if not _parameter(helper.root, name) or helper.assignments.get(name) or any(
+    if name not in parameter_names(helper.root) or helper.assignments.get(name) or any(
             isinstance(a, _CONDITIONAL) for a in own):
         return None
     site, caller = entry
@@ -42,12 +42,7 @@ def passed_call(call: cst.Call, helper: UnitModel, own: tuple[cst.CSTNode, ...],
     return cst.Call(func=passed, args=call.args)
 
 
-def _parameter(function: cst.FunctionDef, name: str) -> bool:
-    params = function.params
-    return any(p.name.value == name for p in (*params.posonly_params, *params.params, *params.kwonly_params))
-
-
 def _parameter_of(unit: UnitModel, name: str) -> bool:
     """Whether ``name`` is a parameter of ``unit``'s function (not ``self``: its methods are the
     class's)."""
-    return name != "self" and isinstance(unit.root, cst.FunctionDef) and _parameter(unit.root, name)
+    return name != "self" and isinstance(unit.root, cst.FunctionDef) and name in parameter_names(unit.root)

@@ -50,6 +50,13 @@ def names_in(node: cst.CSTNode) -> set[str]:
     return found
 
 
+def parameter_names(function: cst.FunctionDef) -> set[str]:
+    """The names of ``function``'s positional and keyword parameters (``self`` included; not
+    ``*args`` / ``**kwargs``)."""
+    params = function.params
+    return {p.name.value for p in (*params.posonly_params, *params.params, *params.kwonly_params)}
+
+
 def first_arg(call: cst.Call) -> cst.BaseExpression | None:
     """The first positional argument of ``call``."""
     for arg in call.args:
